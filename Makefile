@@ -1,0 +1,57 @@
+# JourneySharing: the two commands a new machine needs are `make demo` and `make test`.
+# Everything they need is installed by the targets below when it is missing.
+
+SWIFT        ?= swift
+PYTHON       ?= python3
+VENV         := .venv
+VENV_PY      := $(VENV)/bin/python
+BUILD_DIR    := .build/debug
+FUZZ_SECONDS ?= 60
+CI_FUZZ_SECONDS ?= 20
+
+.PHONY: all demo test build deps venv swift-test python-test fuzz fuzz-ci format clean
+
+all: build
+
+## deps: apt-get install libnghttp2-dev libssl-dev pkg-config, only when missing
+deps:
+	@scripts/install-system-deps.sh
+
+## venv: the Python test peers, pinned in Tests/requirements.txt
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: Tests/requirements.txt
+	@test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV_PY) -m pip install --quiet --disable-pip-version-check -r Tests/requirements.txt
+	@touch $@
+
+build: deps
+	$(SWIFT) build
+
+## demo: follow trips on the embedded simulator
+demo: build
+	@echo "make demo will start FleetSim in process and follow trips with 'tripwatch demo'."
+	@echo "FleetSim and tripwatch are not built yet (issue 4); nothing to run." >&2
+	@exit 1
+
+## test: install what is missing, build, and run every test
+test: deps venv
+	$(SWIFT) build
+	$(MAKE) swift-test python-test fuzz-ci
+
+swift-test:
+	$(SWIFT) test
+
+python-test:
+	PROTOWIRE_CONFORMANCE=$(BUILD_DIR)/protowire-conformance \
+	  $(VENV_PY) -m pytest -q -s Tests/Differential
+
+## fuzz: run the libFuzzer targets for FUZZ_SECONDS each
+fuzz: deps
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz-ci:
+	scripts/fuzz.sh $(CI_FUZZ_SECONDS)
+
+clean:
+	rm -rf .build .build-* .fuzz Tests/Differential/generated

@@ -1,0 +1,80 @@
+// swift-tools-version: 6.1
+//
+// JourneySharing: follow ride-sharing trips in real time from server-side Swift,
+// over gRPC on libnghttp2 and OpenSSL. See README.md and DESIGN.md.
+
+import PackageDescription
+
+let defaultSwiftSettings: [SwiftSetting] = [
+  .swiftLanguageMode(.v6),
+  .enableUpcomingFeature("ExistentialAny"),
+  .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let products: [Product] = [
+  .library(name: "ProtoWire", targets: ["ProtoWire"]),
+  .library(name: "FleetEngineMessages", targets: ["FleetEngineMessages"]),
+  .executable(name: "protowire-conformance", targets: ["protowire-conformance"]),
+]
+
+let dependencies: [Package.Dependency] = [
+  .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+]
+
+let targets: [Target] = [
+  // MARK: - System libraries
+
+  .systemLibrary(
+    name: "CNGHTTP2",
+    pkgConfig: "libnghttp2",
+    providers: [.apt(["libnghttp2-dev"])]
+  ),
+  .systemLibrary(
+    name: "COpenSSL",
+    pkgConfig: "openssl",
+    providers: [.apt(["libssl-dev"])]
+  ),
+
+  // MARK: - Protobuf wire format and Fleet Engine messages
+
+  .target(
+    name: "ProtoWire",
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "ProtoWireTests",
+    dependencies: ["ProtoWire"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  .target(
+    name: "FleetEngineMessages",
+    dependencies: ["ProtoWire"],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "FleetEngineMessagesTests",
+    dependencies: ["FleetEngineMessages", "ProtoWire"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  // MARK: - Executables
+
+  .executableTarget(
+    name: "protowire-conformance",
+    dependencies: [
+      "FleetEngineMessages",
+      "ProtoWire",
+      .product(name: "ArgumentParser", package: "swift-argument-parser"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+]
+
+let package = Package(
+  name: "JourneySharing",
+  platforms: [.macOS(.v15)],
+  products: products,
+  dependencies: dependencies,
+  targets: targets
+)

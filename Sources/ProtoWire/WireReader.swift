@@ -1,0 +1,300 @@
+// Sources/ProtoWire/WireReader.swift - a cursor over borrowed protobuf bytes
+//
+// The reader never copies its input: it walks a pointer handed to it by
+// `withUnsafeBytes`, and only the decoded values (strings, byte arrays,
+// repeated fields) get storage of their own.
+
+/// A cursor that decodes protobuf fields from a borrowed byte buffer.
+///
+/// A reader is created by ``ProtoMessage/init(serializedBytes:options:)`` (or
+/// ``WireReader/withReader(over:options:_:)``) and lives only inside that
+/// scope: it points into memory it does not own, so it must not escape.
+///
+/// Message types drive it in a loop:
+///
+/// ```swift
+/// while let tag = try reader.nextTag() {
+///   switch tag.fieldNumber {
+///   case 1: name = try reader.readString(tag)
+///   case 5: try reader.readMessage(tag, into: &pickupPoint)
+///   default: try reader.skipField(tag, into: &unknownFields)
+///   }
+/// }
+/// ```
+///
+/// `nextTag()` returns `nil` at the end of the message being decoded, which for
+/// an embedded message is the end of its length-delimited payload.
+public struct WireReader {
+  /// The start of the top-level input. Offsets in errors are relative to it.
+  @usableFromInline let base: UnsafeRawPointer?
+  /// The next byte to read.
+  @usableFromInline var position: Int
+  /// The end of the message currently being decoded.
+  @usableFromInline var limit: Int
+  /// Where the most recent tag started, for preserving unknown fields byte-exact.
+  @usableFromInline var tagStart: Int
+  /// How many more levels of nesting are allowed.
+  @usableFromInline var depthBudget: Int
+  /// The configured nesting limit, for error reports.
+  @usableFromInline let recursionLimit: Int
+
+  /// Creates a reader over `buffer`, which must outlive the reader.
+  public init(_ buffer: UnsafeRawBufferPointer, options: WireDecodingOptions = .init()) {
+    self.base = buffer.baseAddress
+    self.position = 0
+    self.limit = buffer.count
+    self.tagStart = 0
+    self.depthBudget = options.recursionLimit
+    self.recursionLimit = options.recursionLimit
+  }
+
+  /// Runs `body` with a reader over the bytes of `bytes`, after checking the size limit.
+  public static func withReader<Bytes: Sequence<UInt8>, Result>(
+    over bytes: Bytes,
+    options: WireDecodingOptions = .init(),
+    _ body: (inout WireReader) throws(WireDecodingError) -> Result
+  ) throws(WireDecodingError) -> Result {
+    // `withContiguousStorageIfAvailable` borrows arrays, slices and buffers in place;
+    // anything else is gathered into an array once.
+    let outcome: Swift.Result<Result, WireDecodingError>? = bytes.withContiguousStorageIfAvailable { buffer in
+      Swift.Result { () throws(WireDecodingError) -> Result in
+        try withReader(over: UnsafeRawBufferPointer(buffer), options: options, body)
+      }
+    }
+    if let outcome { return try outcome.get() }
+    let array = Array(bytes)
+    return try array.withUnsafeBytes { raw in
+      Swift.Result { () throws(WireDecodingError) -> Result in
+        try withReader(over: raw, options: options, body)
+      }
+    }.get()
+  }
+
+  /// Runs `body` with a reader over `buffer`, after checking the size limit.
+  public static func withReader<Result>(
+    over buffer: UnsafeRawBufferPointer,
+    options: WireDecodingOptions = .init(),
+    _ body: (inout WireReader) throws(WireDecodingError) -> Result
+  ) throws(WireDecodingError) -> Result {
+    guard buffer.count <= options.maxMessageSize else {
+      throw WireDecodingError(.messageTooLarge(size: buffer.count, limit: options.maxMessageSize), offset: 0)
+    }
+    var reader = WireReader(buffer, options: options)
+    return try body(&reader)
+  }
+
+  /// The number of bytes left in the message currently being decoded.
+  public var remainingInMessage: Int { limit - position }
+
+  /// The offset of the next byte from the start of the top-level input.
+  public var offset: Int { position }
+
+  // MARK: - Raw reads
+
+  @inlinable
+  func byte(at index: Int) -> UInt8 {
+    // Safe: callers check `index < limit`, and `limit` never exceeds the buffer's count.
+    base.unsafelyUnwrapped.load(fromByteOffset: index, as: UInt8.self)
+  }
+
+  /// Reads a varint of up to ten bytes. Bits past the 64th are discarded, as protobuf's runtimes do.
+  @inlinable
+  public mutating func readRawVarint() throws(WireDecodingError) -> UInt64 {
+    var result: UInt64 = 0
+    var shift: UInt64 = 0
+    var index = position
+    while true {
+      guard index < limit else { throw WireDecodingError(.truncated, offset: index) }
+      let byte = self.byte(at: index)
+      index += 1
+      result |= UInt64(byte & 0x7F) << shift
+      if byte & 0x80 == 0 {
+        position = index
+        return result
+      }
+      shift += 7
+      if shift >= 70 { throw WireDecodingError(.malformedVarint, offset: position) }
+    }
+  }
+
+  /// Reads four little-endian bytes.
+  @inlinable
+  public mutating func readRawFixed32() throws(WireDecodingError) -> UInt32 {
+    guard limit - position >= 4 else { throw WireDecodingError(.truncated, offset: position) }
+    let value = base.unsafelyUnwrapped.loadUnaligned(fromByteOffset: position, as: UInt32.self)
+    position += 4
+    return UInt32(littleEndian: value)
+  }
+
+  /// Reads eight little-endian bytes.
+  @inlinable
+  public mutating func readRawFixed64() throws(WireDecodingError) -> UInt64 {
+    guard limit - position >= 8 else { throw WireDecodingError(.truncated, offset: position) }
+    let value = base.unsafelyUnwrapped.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+    position += 8
+    return UInt64(littleEndian: value)
+  }
+
+  /// Reads a varint length and checks that that many bytes remain in the current message.
+  /// Returns the start of the payload; the cursor is left at its start.
+  @inlinable
+  mutating func readLength() throws(WireDecodingError) -> Int {
+    let lengthOffset = position
+    let length = try readRawVarint()
+    guard length <= UInt64(limit - position) else {
+      throw WireDecodingError(.lengthPastEnd(length: length), offset: lengthOffset)
+    }
+    return Int(truncatingIfNeeded: length)
+  }
+
+  /// Reads a length-delimited payload and hands it to `body` as a borrowed buffer.
+  @inlinable
+  public mutating func withLengthDelimitedBytes<R>(
+    _ body: (UnsafeRawBufferPointer) throws(WireDecodingError) -> R
+  ) throws(WireDecodingError) -> R {
+    let length = try readLength()
+    let start = position
+    position += length
+    return try body(UnsafeRawBufferPointer(start: base.map { $0 + start }, count: length))
+  }
+
+  // MARK: - Tags
+
+  /// Reads the next tag, or returns `nil` at the end of the current message.
+  ///
+  /// Throws for field number 0, wire types 6 and 7, a tag longer than five
+  /// bytes, and an end-group tag (groups are only ever skipped, by ``skipField(_:into:)``).
+  @inlinable
+  public mutating func nextTag() throws(WireDecodingError) -> FieldTag? {
+    guard position < limit else { return nil }
+    tagStart = position
+    // Fast path: one-byte tags cover field numbers 1...15.
+    let first = byte(at: position)
+    let raw: UInt64
+    if first & 0x80 == 0 {
+      position += 1
+      raw = UInt64(first)
+    } else {
+      raw = try readRawVarint()
+      guard raw <= UInt64(UInt32.max), position - tagStart <= 5 else {
+        throw WireDecodingError(.malformedVarint, offset: tagStart)
+      }
+    }
+    let tag = try Self.validTag(raw, offset: tagStart)
+    if tag.wireType == .endGroup {
+      throw WireDecodingError(.unmatchedEndGroup(field: tag.fieldNumber), offset: tagStart)
+    }
+    return tag
+  }
+
+  @inlinable
+  static func validTag(_ raw: UInt64, offset: Int) throws(WireDecodingError) -> FieldTag {
+    let wire = UInt8(truncatingIfNeeded: raw & 7)
+    guard let wireType = WireType(rawValue: wire) else {
+      throw WireDecodingError(.invalidWireType(wire), offset: offset)
+    }
+    let number = Int(truncatingIfNeeded: raw >> 3)
+    guard number >= 1 else { throw WireDecodingError(.invalidFieldNumber, offset: offset) }
+    return FieldTag(fieldNumber: number, wireType: wireType)
+  }
+
+  /// Throws ``WireDecodingError/Kind/wrongWireType(field:wireType:)`` unless `tag` has `expected`.
+  @inlinable
+  public func expect(_ tag: FieldTag, _ expected: WireType) throws(WireDecodingError) {
+    guard tag.wireType == expected else {
+      throw WireDecodingError(.wrongWireType(field: tag.fieldNumber, wireType: tag.wireType), offset: tagStart)
+    }
+  }
+
+  // MARK: - Unknown fields and groups
+
+  /// Skips the value of `tag` and appends the whole field, tag included, to `unknownFields`
+  /// byte for byte. A group is skipped together with everything up to its matching end tag.
+  @inlinable
+  public mutating func skipField(_ tag: FieldTag, into unknownFields: inout UnknownFields) throws(WireDecodingError) {
+    let start = tagStart
+    try skipValue(tag)
+    unknownFields.append(UnsafeRawBufferPointer(start: base.map { $0 + start }, count: position - start))
+  }
+
+  /// Skips the value of `tag` without keeping it.
+  @usableFromInline
+  mutating func skipValue(_ tag: FieldTag) throws(WireDecodingError) {
+    switch tag.wireType {
+    case .varint: _ = try readRawVarint()
+    case .fixed64: _ = try readRawFixed64()
+    case .fixed32: _ = try readRawFixed32()
+    case .lengthDelimited: position += try readLength()
+    case .startGroup: try skipGroup(fieldNumber: tag.fieldNumber)
+    case .endGroup:
+      throw WireDecodingError(.unmatchedEndGroup(field: tag.fieldNumber), offset: tagStart)
+    }
+  }
+
+  /// Skips a group's contents up to and including the end tag with the same field number.
+  @usableFromInline
+  mutating func skipGroup(fieldNumber: Int) throws(WireDecodingError) {
+    let groupStart = tagStart
+    guard depthBudget > 0 else {
+      throw WireDecodingError(.recursionLimitExceeded(limit: recursionLimit), offset: groupStart)
+    }
+    depthBudget -= 1
+    defer { depthBudget += 1 }
+    while true {
+      guard position < limit else {
+        throw WireDecodingError(.unterminatedGroup(field: fieldNumber), offset: groupStart)
+      }
+      let innerStart = position
+      let raw = try readRawVarint()
+      guard raw <= UInt64(UInt32.max), position - innerStart <= 5 else {
+        throw WireDecodingError(.malformedVarint, offset: innerStart)
+      }
+      let inner = try Self.validTag(raw, offset: innerStart)
+      if inner.wireType == .endGroup {
+        guard inner.fieldNumber == fieldNumber else {
+          throw WireDecodingError(.unmatchedEndGroup(field: inner.fieldNumber), offset: innerStart)
+        }
+        return
+      }
+      tagStart = innerStart
+      try skipValue(inner)
+    }
+  }
+
+  // MARK: - Embedded messages
+
+  /// Decodes the length-delimited message of `tag` and merges it into `message`,
+  /// as protobuf does when an embedded message field appears more than once.
+  @inlinable
+  public mutating func readMessage<M: ProtoMessage>(_ tag: FieldTag, into message: inout M) throws(WireDecodingError) {
+    try expect(tag, .lengthDelimited)
+    let fieldStart = tagStart
+    let length = try readLength()
+    guard depthBudget > 0 else {
+      throw WireDecodingError(.recursionLimitExceeded(limit: recursionLimit), offset: fieldStart)
+    }
+    let savedLimit = limit
+    limit = position + length
+    depthBudget -= 1
+    try message.decodeFields(from: &self)
+    depthBudget += 1
+    limit = savedLimit
+  }
+
+  /// Decodes the message of `tag` into `message`, creating it first if it is absent.
+  @inlinable
+  public mutating func readMessage<M: ProtoMessage>(_ tag: FieldTag, into message: inout M?) throws(WireDecodingError) {
+    var value = message ?? M()
+    message = nil  // Drop the optional's reference so `value` is uniquely held while it is merged.
+    try readMessage(tag, into: &value)
+    message = value
+  }
+
+  /// Decodes the message of `tag` and appends it to `messages`.
+  @inlinable
+  public mutating func readRepeatedMessage<M: ProtoMessage>(_ tag: FieldTag, into messages: inout [M]) throws(WireDecodingError) {
+    var value = M()
+    try readMessage(tag, into: &value)
+    messages.append(value)
+  }
+}

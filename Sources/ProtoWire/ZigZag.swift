@@ -1,0 +1,22 @@
+// Sources/ProtoWire/ZigZag.swift - signed integers for sint32/sint64
+
+/// ZigZag maps signed integers to unsigned ones so that small magnitudes, negative
+/// or not, encode as short varints: 0 → 0, -1 → 1, 1 → 2, -2 → 3, …
+public enum ZigZag {
+  /// Encodes a 32-bit signed value.
+  @inlinable public static func encoded(_ value: Int32) -> UInt32 {
+    UInt32(bitPattern: (value << 1) ^ (value >> 31))
+  }
+  /// Encodes a 64-bit signed value.
+  @inlinable public static func encoded(_ value: Int64) -> UInt64 {
+    UInt64(bitPattern: (value << 1) ^ (value >> 63))
+  }
+  /// Decodes a 32-bit value.
+  @inlinable public static func decoded(_ value: UInt32) -> Int32 {
+    Int32(bitPattern: (value >> 1) ^ (0 &- (value & 1)))
+  }
+  /// Decodes a 64-bit value.
+  @inlinable public static func decoded(_ value: UInt64) -> Int64 {
+    Int64(bitPattern: (value >> 1) ^ (0 &- (value & 1)))
+  }
+}

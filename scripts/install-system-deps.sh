@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the C libraries the package links (libnghttp2, OpenSSL) and pkg-config,
+# with apt-get, only when they are missing. A new machine's package lists can be
+# empty, so `apt-get update` runs first whenever something has to be installed.
+set -euo pipefail
+
+missing=()
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+for pair in "libnghttp2:libnghttp2-dev" "openssl:libssl-dev"; do
+  module=${pair%%:*}
+  package=${pair##*:}
+  if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists "$module"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "system dependencies present: libnghttp2 $(pkg-config --modversion libnghttp2), openssl $(pkg-config --modversion openssl)"
+  exit 0
+fi
+
+echo "installing missing system packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "need root (or sudo) to apt-get install ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
