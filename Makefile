@@ -44,7 +44,9 @@ swift-test:
 
 python-test:
 	PROTOWIRE_CONFORMANCE=$(BUILD_DIR)/protowire-conformance \
-	  $(VENV_PY) -m pytest -q -s Tests/Differential
+	GRPC_INTEROP_CLIENT=$(BUILD_DIR)/grpc-interop-client \
+	TRIPWATCH=$(BUILD_DIR)/tripwatch \
+	  $(VENV_PY) -m pytest -q -s Tests/Differential Tests/Interop Tests/Conformance
 
 ## fuzz: run the libFuzzer targets for FUZZ_SECONDS each
 fuzz: deps

@@ -15,10 +15,13 @@ let products: [Product] = [
   .library(name: "ProtoWire", targets: ["ProtoWire"]),
   .library(name: "FleetEngineMessages", targets: ["FleetEngineMessages"]),
   .executable(name: "protowire-conformance", targets: ["protowire-conformance"]),
+  .executable(name: "grpc-interop-client", targets: ["grpc-interop-client"]),
+  .executable(name: "tripwatch", targets: ["tripwatch"]),
 ]
 
 let dependencies: [Package.Dependency] = [
   .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+  .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
 ]
 
 let targets: [Target] = [
@@ -33,6 +36,10 @@ let targets: [Target] = [
     name: "COpenSSL",
     pkgConfig: "openssl",
     providers: [.apt(["libssl-dev"])]
+  ),
+
+  .target(
+    name: "CLinuxSystem"
   ),
 
   // MARK: - Protobuf wire format and Fleet Engine messages
@@ -58,6 +65,46 @@ let targets: [Target] = [
     swiftSettings: defaultSwiftSettings
   ),
 
+  // MARK: - gRPC over HTTP/2
+
+  .target(
+    name: "GRPCProtocol",
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "GRPCProtocolTests",
+    dependencies: ["GRPCProtocol"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  .target(
+    name: "HTTP2Session",
+    dependencies: ["CNGHTTP2", "GRPCProtocol"],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "HTTP2SessionTests",
+    dependencies: ["HTTP2Session"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  .target(
+    name: "HTTP2Transport",
+    dependencies: [
+      "CLinuxSystem",
+      "COpenSSL",
+      "GRPCProtocol",
+      "HTTP2Session",
+      .product(name: "Logging", package: "swift-log"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "HTTP2TransportTests",
+    dependencies: ["HTTP2Transport", "GRPCProtocol"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
   // MARK: - Executables
 
   .executableTarget(
@@ -65,6 +112,25 @@ let targets: [Target] = [
     dependencies: [
       "FleetEngineMessages",
       "ProtoWire",
+      .product(name: "ArgumentParser", package: "swift-argument-parser"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .executableTarget(
+    name: "grpc-interop-client",
+    dependencies: [
+      "GRPCProtocol",
+      "HTTP2Transport",
+      "ProtoWire",
+      .product(name: "ArgumentParser", package: "swift-argument-parser"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .executableTarget(
+    name: "tripwatch",
+    dependencies: [
+      "GRPCProtocol",
+      "HTTP2Transport",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),
     ],
     swiftSettings: defaultSwiftSettings

@@ -57,8 +57,11 @@ def generated_protos():
     GENERATED.mkdir(parents=True)
     files = [str(p.relative_to(PROTOS)) for p in proto_files()]
     # The well-known types come from the installed protobuf package; generating
-    # them would only create shadowed duplicates.
-    to_generate = [f for f in files if not f.startswith("google/protobuf/")]
+    # them would only create shadowed duplicates. grpc/testing/ holds the interop
+    # protos (no Fleet Engine message): as Python they would form `grpc.testing`,
+    # which the installed grpcio package `grpc` hides, and Tests/Interop compiles
+    # them itself.
+    to_generate = [f for f in files if not f.startswith(("google/protobuf/", "grpc/"))]
     cmd = [sys.executable, "-m", "grpc_tools.protoc", "-I", str(PROTOS),
            "--python_out=" + str(GENERATED), *to_generate]
     result = subprocess.run(cmd, capture_output=True, text=True)

@@ -1,0 +1,396 @@
+// Sources/GRPCProtocol/GRPCClientCall.swift - the client side of one call, as a pure state machine
+//
+// The transport feeds in what happened on the stream (header blocks, DATA
+// chunks, the stream's close, cancellation, the deadline) and gets back what
+// to do: nothing, finish with a status, or reset the stream and finish. No I/O,
+// no clocks, no locks: the transport's event loop owns one of these per stream
+// and the tests drive it with plain values.
+//
+// The status is decided exactly once. Whatever arrives after it (a late
+// RST_STREAM, more DATA) returns `.none` and changes nothing: java once turned
+// OK into INTERNAL because of a RST_STREAM(NO_ERROR) after the trailers.
+//
+// Decisions the specification leaves open, and what this type does:
+// - `grpc-status`, when present in a block that ends the stream, always wins
+//   over `:status` and `content-type` (grpc-swift #926: Envoy's Trailers-Only
+//   responses have no content-type).
+// - A response block that does not look like gRPC (`:status` other than 200, or
+//   a content-type that is not `application/grpc…`) and carries no
+//   `grpc-status` gets a synthesized status: the HTTP mapping for a non-200
+//   status, INTERNAL for a bad content-type with 200.
+// - A `grpc-status` in response headers that do not end the stream is not a
+//   status (connect-swift #268); only trailers carry one.
+// - Unary cardinality violations (OK with zero messages, or a second message)
+//   are INTERNAL, as grpc-go, grpc-java and grpc-node do, not the UNIMPLEMENTED
+//   the specification suggests: the server did implement the method, it broke
+//   the protocol while answering.
+// - Client-side aborts reset the stream with CANCEL, which tells the server to
+//   stop working on the call; a stream the server already ended is not reset.
+
+/// The client side of one unary or server-streaming call, as a value-type state machine.
+///
+/// ```swift
+/// var call = GRPCClientCall(kind: .serverStreaming, maxReceiveMessageSize: 4 << 20)
+/// // on each event from the HTTP/2 session:
+/// switch call.receiveData(chunk, endStream: false, { message in decode(message) }) {
+/// case .none: break
+/// case .finish(let status): complete(status)
+/// case .resetAndFinish(let code, let status): resetStream(code); complete(status)
+/// }
+/// ```
+public struct GRPCClientCall: Sendable {
+  /// The shape of the call's response.
+  public enum Kind: Sendable, Hashable {
+    /// Exactly one response message (when the status is OK).
+    case unary
+    /// Any number of response messages.
+    case serverStreaming
+  }
+
+  /// What the transport must do after an input.
+  public enum Action: Sendable, Equatable {
+    /// Nothing (yet): keep the stream going.
+    case none
+    /// The call is over with this status. The stream is already closed, or
+    /// closes by itself; nothing needs to be sent.
+    case finish(GRPCStatus)
+    /// Send RST_STREAM with `http2ErrorCode` (if the stream was opened and is
+    /// not closed yet), then complete the call with the status.
+    case resetAndFinish(http2ErrorCode: UInt32, GRPCStatus)
+  }
+
+  /// Where the call is.
+  private enum State: Sendable {
+    /// The request is out (or going out); no final response headers yet. 1xx blocks keep it here.
+    case awaitingHeaders
+    /// Valid gRPC response headers arrived; messages and then trailers follow.
+    case receivingMessages
+    /// The status is decided and never changes again.
+    case finished(GRPCStatus)
+  }
+
+  /// Whether the call is unary or server-streaming.
+  public let kind: Kind
+  private var state: State = .awaitingHeaders
+  private var deframer: GRPCMessageDeframer
+
+  /// The response headers' metadata (empty for a Trailers-Only response).
+  public private(set) var responseHeaders: GRPCMetadata = [:]
+  /// The trailers' metadata, or the metadata of a Trailers-Only response.
+  public private(set) var trailers: GRPCMetadata = [:]
+  /// How many response messages were handed to the caller.
+  public private(set) var messagesReceived = 0
+  /// The `grpc-encoding` the server declared, when other than `identity`. This
+  /// client decompresses nothing, so a compressed message then fails the call.
+  public private(set) var responseEncoding: String?
+  /// Whether the call failed before the server saw it, so it may be retried
+  /// transparently (at most once): a REFUSED_STREAM before any response, or a
+  /// connection failure reported as retryable. Only meaningful once finished.
+  public private(set) var retryable = false
+
+  /// Creates the state of a call whose request is about to be sent.
+  ///
+  /// - Parameter maxReceiveMessageSize: the largest response message accepted;
+  ///   a larger prefix fails the call with RESOURCE_EXHAUSTED.
+  public init(kind: Kind, maxReceiveMessageSize: Int = GRPCMessageDeframer.defaultMaxMessageSize) {
+    self.kind = kind
+    self.deframer = GRPCMessageDeframer(maxMessageSize: maxReceiveMessageSize)
+  }
+
+  /// Whether the status has been decided.
+  public var isFinished: Bool {
+    if case .finished = state { return true }
+    return false
+  }
+
+  /// The final status, once decided.
+  public var status: GRPCStatus? {
+    if case .finished(let status) = state { return status }
+    return nil
+  }
+
+  /// The final status as an error with the trailers, when it is not OK.
+  public var error: GRPCError? {
+    guard let status, !status.isOK else { return nil }
+    return GRPCError(status: status, trailers: trailers)
+  }
+
+  // MARK: - Header blocks
+
+  /// Handles one complete HEADERS block (names lowercase, as HTTP/2 delivers them).
+  ///
+  /// - 1xx blocks are skipped (one that ends the stream is INTERNAL).
+  /// - The first final block is checked: `:status` 200 and a gRPC content-type,
+  ///   unless it ends the stream with a `grpc-status` (Trailers-Only), which
+  ///   then decides the status whatever the rest says. A non-gRPC response
+  ///   without `grpc-status` fails with the HTTP mapping (non-200) or INTERNAL
+  ///   (bad content-type), resetting the stream if it is still open.
+  /// - The next block is the trailers; it carries the status. No `grpc-status`
+  ///   there is UNKNOWN ("missing grpc-status").
+  ///
+  /// If trailers arrive before the client half-closed its side, the transport
+  /// should also send RST_STREAM(NO_ERROR) (PROTOCOL-HTTP2.md, early server
+  /// closure); this type does not know what was sent, so that is left to it.
+  public mutating func receiveHeaders(_ fields: [(name: String, value: String)], endStream: Bool) -> Action {
+    switch state {
+    case .finished:
+      return .none
+    case .awaitingHeaders:
+      return receiveResponseHeaders(fields, endStream: endStream)
+    case .receivingMessages:
+      return receiveTrailers(fields, endStream: endStream)
+    }
+  }
+
+  private mutating func receiveResponseHeaders(_ fields: [(name: String, value: String)], endStream: Bool) -> Action {
+    let head = ResponseFields(fields)
+    if let httpStatus = head.httpStatus, (100...199).contains(httpStatus) {
+      // Informational: ignore it and wait for the final block, unless it ends the stream.
+      guard endStream else { return .none }
+      return finish(GRPCStatus(code: .internalError, message: "informational :status \(httpStatus) ended the stream"))
+    }
+    let serverStatus = head.grpcStatus.map { Self.serverStatus(grpcStatus: $0, grpcMessage: head.grpcMessage) }
+    if endStream {
+      // Trailers-Only, or a non-gRPC response without a body.
+      trailers = GRPCMetadata(decodingHeaderFields: fields)
+      if let serverStatus { return finish(checked(serverStatus)) }
+      let missing = GRPCStatus(code: .unknown, message: "missing grpc-status in Trailers-Only response")
+      return finish(Self.notGRPCStatus(head) ?? missing)
+    }
+    responseHeaders = GRPCMetadata(decodingHeaderFields: fields)
+    if let notGRPC = Self.notGRPCStatus(head) {
+      // A proxy or a web server answered. Its body is not gRPC: stop the stream.
+      return finish(serverStatus ?? notGRPC, reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+    }
+    if let encoding = head.grpcEncoding, encoding != "identity" {
+      responseEncoding = encoding
+    }
+    state = .receivingMessages
+    return .none
+  }
+
+  private mutating func receiveTrailers(_ fields: [(name: String, value: String)], endStream: Bool) -> Action {
+    trailers = GRPCMetadata(decodingHeaderFields: fields)
+    guard endStream else {
+      return finish(
+        GRPCStatus(code: .internalError, message: "second HEADERS block without END_STREAM"),
+        reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+    }
+    let tail = ResponseFields(fields)
+    guard let grpcStatus = tail.grpcStatus else {
+      return finish(GRPCStatus(code: .unknown, message: "missing grpc-status in trailers"))
+    }
+    return finish(checked(Self.serverStatus(grpcStatus: grpcStatus, grpcMessage: tail.grpcMessage)))
+  }
+
+  // MARK: - DATA
+
+  /// Handles one chunk of DATA payload: calls `onMessage` for each response
+  /// message completed, in order, then checks the stream's shape.
+  ///
+  /// The buffer given to `onMessage` is valid only during that call.
+  ///
+  /// Fails the call with INTERNAL for DATA before the response headers, DATA
+  /// that ends the stream (no trailers), a second message on a unary call, or a
+  /// compressed or malformed prefix; with RESOURCE_EXHAUSTED for a message over
+  /// the size limit. Messages completed before the failure are delivered.
+  public mutating func receiveData(
+    _ chunk: UnsafeRawBufferPointer,
+    endStream: Bool,
+    _ onMessage: (UnsafeRawBufferPointer) -> Void
+  ) -> Action {
+    let resetUnlessEnded: UInt32? = endStream ? nil : GRPCStatusMapping.HTTP2ErrorCode.cancel
+    switch state {
+    case .finished:
+      return .none
+    case .awaitingHeaders:
+      return finish(
+        GRPCStatus(code: .internalError, message: "DATA received before response headers"), reset: resetUnlessEnded)
+    case .receivingMessages:
+      break
+    }
+
+    // Count in locals: the closure must not touch `self` while the deframer (part of `self`) is mutating.
+    let unary = kind == .unary
+    var delivered = messagesReceived
+    var tooMany = false
+    do {
+      try deframer.process(chunk) { message in
+        if unary, delivered >= 1 {
+          tooMany = true
+          return
+        }
+        delivered += 1
+        onMessage(message)
+      }
+    } catch {
+      messagesReceived = delivered
+      var status = error.status
+      if status.message == GRPCMessageDeframer.compressedMessageError, let responseEncoding {
+        status.message =
+          "compressed message received with grpc-encoding \"\(responseEncoding)\", which is not supported"
+      }
+      return finish(status, reset: resetUnlessEnded)
+    }
+    messagesReceived = delivered
+
+    if tooMany {
+      return finish(
+        GRPCStatus(code: .internalError, message: "unary call received more than one response message"),
+        reset: resetUnlessEnded)
+    }
+    if endStream {
+      return finish(GRPCStatus(code: .internalError, message: "stream ended by a DATA frame without trailers"))
+    }
+    return .none
+  }
+
+  // MARK: - Ending
+
+  /// Handles the stream's close, with the RST_STREAM error code (0 for a normal close).
+  ///
+  /// After trailers this changes nothing. Before them, the code is mapped with
+  /// ``GRPCStatusMapping/code(forHTTP2ErrorCode:)``: NO_ERROR (the stream ended
+  /// with no status) is INTERNAL, REFUSED_STREAM is UNAVAILABLE and marks the
+  /// call ``retryable`` when no response had started.
+  ///
+  /// A server's RST_STREAM(CANCEL) that arrives after the call's deadline should
+  /// be reported as DEADLINE_EXCEEDED: the transport, which owns the clock,
+  /// calls ``deadlineExceeded()`` first in that case.
+  public mutating func streamClosed(http2ErrorCode: UInt32) -> Action {
+    if case .finished = state { return .none }
+    let codeName =
+      "\(GRPCStatusMapping.name(ofHTTP2ErrorCode: http2ErrorCode)) (0x\(String(http2ErrorCode, radix: 16)))"
+    guard http2ErrorCode != GRPCStatusMapping.HTTP2ErrorCode.noError else {
+      let message =
+        deframer.hasPartialMessage
+        ? "stream ended in the middle of a message (\(deframer.bufferedBytes) bytes received)"
+        : "stream closed without trailers"
+      return finish(GRPCStatus(code: .internalError, message: message))
+    }
+    if http2ErrorCode == GRPCStatusMapping.HTTP2ErrorCode.refusedStream, case .awaitingHeaders = state {
+      retryable = true
+    }
+    let code = GRPCStatusMapping.code(forHTTP2ErrorCode: http2ErrorCode)
+    return finish(GRPCStatus(code: code, message: "stream closed with HTTP/2 error \(codeName)"))
+  }
+
+  /// The caller cancelled the call: CANCELLED, and reset the stream with CANCEL.
+  public mutating func cancel() -> Action {
+    guard !isFinished else { return .none }
+    return finish(
+      GRPCStatus(code: .cancelled, message: "call cancelled by the client"),
+      reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+  }
+
+  /// The call's deadline passed: DEADLINE_EXCEEDED, and reset the stream with CANCEL.
+  public mutating func deadlineExceeded() -> Action {
+    guard !isFinished else { return .none }
+    return finish(
+      GRPCStatus(code: .deadlineExceeded, message: "deadline exceeded"),
+      reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+  }
+
+  /// The connection failed or closed under the call: UNAVAILABLE with `message`.
+  ///
+  /// - Parameter retryable: whether the request never reached the server (the
+  ///   connection failed before the stream started, or the stream was above a
+  ///   GOAWAY's last stream id), so one transparent retry is safe.
+  public mutating func connectionFailed(_ message: String, retryable: Bool = false) -> Action {
+    guard !isFinished else { return .none }
+    self.retryable = retryable
+    return finish(GRPCStatus(code: .unavailable, message: message))
+  }
+
+  /// Ends the call locally with `status` and resets the stream with CANCEL; for
+  /// failures found above this layer, such as a response message that does not
+  /// parse (INTERNAL).
+  public mutating func abort(_ status: GRPCStatus) -> Action {
+    guard !isFinished else { return .none }
+    return finish(status, reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+  }
+
+  // MARK: - Helpers
+
+  /// Decides the status, releases the deframer's buffer and says what to do.
+  private mutating func finish(_ status: GRPCStatus, reset: UInt32? = nil) -> Action {
+    state = .finished(status)
+    deframer = GRPCMessageDeframer(maxMessageSize: deframer.maxMessageSize)
+    if let reset { return .resetAndFinish(http2ErrorCode: reset, status) }
+    return .finish(status)
+  }
+
+  /// A server's status, checked against what actually arrived. An OK status is
+  /// only believed if the response was complete: no message cut short, and
+  /// exactly one message for a unary call. A non-OK status is kept as sent,
+  /// since it already says the call failed, and says more than our check would.
+  private func checked(_ status: GRPCStatus) -> GRPCStatus {
+    guard status.isOK else { return status }
+    if deframer.hasPartialMessage {
+      return GRPCStatus(
+        code: .internalError,
+        message: "stream ended in the middle of a message (\(deframer.bufferedBytes) bytes received)")
+    }
+    if kind == .unary, messagesReceived == 0 {
+      return GRPCStatus(code: .internalError, message: "unary call ended OK without a response message")
+    }
+    return status
+  }
+
+  /// The status the server sent: the parsed code and the decoded message.
+  private static func serverStatus(grpcStatus: String, grpcMessage: String?) -> GRPCStatus {
+    let code = GRPCStatusCode.parse(grpcStatusHeader: grpcStatus)
+    var message = grpcMessage.map(GRPCPercentEncoding.decode) ?? ""
+    if code == .unknown, grpcStatus != "2", message.isEmpty {
+      message = "unparsable grpc-status \"\(grpcStatus)\""
+    }
+    return GRPCStatus(code: code, message: message)
+  }
+
+  /// The status for a final response block that is not a gRPC response, or `nil` if it is one.
+  private static func notGRPCStatus(_ head: ResponseFields) -> GRPCStatus? {
+    guard let httpStatus = head.httpStatus else {
+      return GRPCStatus(code: .internalError, message: "response without a valid :status")
+    }
+    guard httpStatus == 200 else {
+      let code = GRPCStatusMapping.code(forHTTPStatus: httpStatus)
+      let contentType = head.contentType.map { ", content-type \"\($0)\"" } ?? ""
+      return GRPCStatus(code: code, message: "HTTP status \(httpStatus) without grpc-status\(contentType)")
+    }
+    guard let contentType = head.contentType else {
+      return GRPCStatus(code: .internalError, message: "response without content-type")
+    }
+    guard GRPCStatusMapping.isGRPCContentType(contentType) else {
+      return GRPCStatus(code: .internalError, message: "invalid content-type \"\(contentType)\"")
+    }
+    return nil
+  }
+}
+
+/// The fields of a response block this state machine looks at; first occurrence wins.
+private struct ResponseFields {
+  var httpStatus: Int?
+  var contentType: String?
+  var grpcStatus: String?
+  var grpcMessage: String?
+  var grpcEncoding: String?
+
+  init(_ fields: [(name: String, value: String)]) {
+    var sawStatus = false
+    for (name, value) in fields {
+      switch name {
+      case ":status" where !sawStatus:
+        sawStatus = true
+        // Exactly three digits (RFC 9110 §15); anything else counts as no valid status.
+        if value.utf8.count == 3, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+          httpStatus = Int(value)
+        }
+      case "content-type" where contentType == nil: contentType = value
+      case "grpc-status" where grpcStatus == nil: grpcStatus = value
+      case "grpc-message" where grpcMessage == nil: grpcMessage = value
+      case "grpc-encoding" where grpcEncoding == nil: grpcEncoding = value
+      default: break
+      }
+    }
+  }
+}

@@ -1,0 +1,313 @@
+// Sources/HTTP2Transport/ChannelCore.swift - connection pool, call queue and backoff of a channel
+//
+// Lives on the channel's event loop. Calls go to the first ready connection
+// with a free stream; when none has one, a new connection is opened (up to
+// maxConnections) and the call waits for it. A failed connection attempt
+// fails the waiting calls UNAVAILABLE at once (fail-fast) and holds off the
+// next attempt by the backoff delay; calls arriving meanwhile fail fast too.
+
+import GRPCProtocol
+import Logging
+
+final class ChannelCore: ClientConnectionDelegate {
+  let loop: EventLoop
+  let host: String
+  let port: Int
+  let configuration: GRPCChannelConfiguration
+  let tlsContext: TLSContext?
+  let authority: String
+  private let serverName: String?
+  private let logger: Logger
+
+  private var connections: [ClientConnection] = []
+  private var nextConnectionID = 1
+  private var waiting: [PendingCall] = []
+  private var activeCalls: [UInt64: ClientConnection] = [:]
+  private var queuedCalls: [UInt64: PendingCall] = [:]
+
+  private var addresses: [SocketAddress] = []
+  private var nextAddressIndex = 0
+  private var resolving = false
+  private var consecutiveFailures = 0
+  private var backoffUntil: UInt64 = 0
+  private var backoffTimer: EventLoop.TimerID?
+  private var lastFailure = "not connected"
+  private var random = SystemRandomNumberGenerator()
+
+  private var shuttingDown = false
+  private var shutdownWaiters: [@Sendable () -> Void] = []
+
+  /// Connection attempts made and failed, for tests and stats.
+  private(set) var connectAttempts = 0
+  private(set) var connectFailures = 0
+  /// The delays applied after each failed attempt, most recent last (kept short).
+  private(set) var recentBackoffDelays: [Duration] = []
+
+  init(
+    loop: EventLoop, host: String, port: Int, configuration: GRPCChannelConfiguration, tlsContext: TLSContext?,
+    logger: Logger
+  ) {
+    self.loop = loop
+    self.host = host
+    self.port = port
+    self.configuration = configuration
+    self.tlsContext = tlsContext
+    self.logger = logger
+    var tlsOverride: String?
+    if case .tls(let tls) = configuration.security { tlsOverride = tls.serverNameOverride }
+    self.serverName = tlsOverride ?? host
+    let hostPart = host.contains(":") ? "[\(host)]" : host
+    self.authority = configuration.authority ?? tlsOverride ?? "\(hostPart):\(port)"
+  }
+
+  // MARK: - Calls
+
+  func start(_ call: PendingCall) {
+    loop.assertInEventLoop()
+    if shuttingDown {
+      finishUnstarted(call, GRPCStatus(code: .unavailable, message: "the channel is shut down"))
+      return
+    }
+    if let deadline = call.deadline {
+      let now = monotonicNanoseconds()
+      guard deadline > now else {
+        finishUnstarted(call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed before the call started"))
+        return
+      }
+      call.deadlineTimer = loop.scheduleTimer(after: .nanoseconds(Int64(deadline - now))) { [weak self] in
+        self?.deadlineExpired(call)
+      }
+    }
+    dispatch(call)
+  }
+
+  private func dispatch(_ call: PendingCall) {
+    if let connection = connections.first(where: { $0.canStartStream }) {
+      activeCalls[call.id] = connection
+      connection.start(call)
+      return
+    }
+    if monotonicNanoseconds() < backoffUntil && !connections.contains(where: { $0.state != .closed }) {
+      // TRANSIENT_FAILURE: fail fast rather than queue behind the backoff delay.
+      finishUnstarted(call, GRPCStatus(code: .unavailable, message: lastFailure))
+      return
+    }
+    waiting.append(call)
+    queuedCalls[call.id] = call
+    ensureConnecting()
+  }
+
+  func cancel(callID: UInt64) {
+    if let call = queuedCalls.removeValue(forKey: callID) {
+      waiting.removeAll { $0 === call }
+      finishUnstarted(call, GRPCStatus(code: .cancelled, message: "the call was cancelled"))
+    } else if let connection = activeCalls[callID], let streamID = connection.streamID(of: callID) {
+      connection.cancel(streamID: streamID, deadline: false)
+    }
+  }
+
+  func release(callID: UInt64, bytes: Int) {
+    guard let connection = activeCalls[callID], let streamID = connection.streamID(of: callID) else { return }
+    connection.release(streamID: streamID, bytes: bytes)
+  }
+
+  private func deadlineExpired(_ call: PendingCall) {
+    call.deadlineTimer = nil
+    guard !call.finished else { return }
+    if queuedCalls.removeValue(forKey: call.id) != nil {
+      waiting.removeAll { $0 === call }
+      finishUnstarted(call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed while waiting for a connection"))
+    } else if let connection = activeCalls[call.id], let streamID = connection.streamID(of: call.id) {
+      connection.cancel(streamID: streamID, deadline: true)
+    }
+  }
+
+  private func finishUnstarted(_ call: PendingCall, _ status: GRPCStatus) {
+    guard !call.finished else { return }
+    call.finished = true
+    if let timer = call.deadlineTimer { loop.cancelTimer(timer) }
+    call.handler.callDidFinish(status: status, trailers: GRPCMetadata())
+    checkShutdownComplete()
+  }
+
+  private func drainWaiting() {
+    while !waiting.isEmpty, let connection = connections.first(where: { $0.canStartStream }) {
+      let call = waiting.removeFirst()
+      queuedCalls[call.id] = nil
+      activeCalls[call.id] = connection
+      connection.start(call)
+    }
+    if !waiting.isEmpty { ensureConnecting() }
+  }
+
+  // MARK: - Connections
+
+  private func ensureConnecting() {
+    guard !shuttingDown else { return }
+    if connections.contains(where: { $0.state == .connecting }) { return }
+    let open = connections.filter { $0.state == .ready || $0.state == .connecting }.count
+    guard open < configuration.maxConnections else { return }  // Wait for a stream to free up.
+    let now = monotonicNanoseconds()
+    if now < backoffUntil {
+      if backoffTimer == nil {
+        backoffTimer = loop.scheduleTimer(after: .nanoseconds(Int64(backoffUntil - now))) { [weak self] in
+          self?.backoffTimer = nil
+          if let self, !self.waiting.isEmpty { self.ensureConnecting() }
+        }
+      }
+      return
+    }
+    guard !addresses.isEmpty else {
+      resolve()
+      return
+    }
+    let address = addresses[nextAddressIndex % addresses.count]
+    let connection = ClientConnection(
+      loop: loop, id: nextConnectionID, address: address, authority: authority, configuration: configuration,
+      logger: logger)
+    nextConnectionID += 1
+    connection.delegate = self
+    connections.append(connection)
+    connectAttempts += 1
+    logger.debug("connecting", metadata: ["address": "\(address)", "connection": "\(connection.id)"])
+    connection.connect(tlsContext: tlsContext, serverName: serverName)
+  }
+
+  private func resolve() {
+    guard !resolving else { return }
+    resolving = true
+    let host = host
+    let port = port
+    let core = LoopBound(unchecked: self, loop: loop)
+    // getaddrinfo blocks: run it away from the event loop.
+    Task.detached {
+      let result = Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) }
+      core.loop.execute {
+        core.value.resolved(result)
+      }
+    }
+  }
+
+  private func resolved(_ result: Result<[SocketAddress], SocketError>) {
+    resolving = false
+    switch result {
+    case .success(let found) where !found.isEmpty:
+      addresses = found
+      ensureConnecting()
+    case .success:
+      connectionAttemptFailed("resolving \(host): no addresses")
+    case .failure(let error):
+      connectionAttemptFailed(error.description)
+    }
+  }
+
+  private func connectionAttemptFailed(_ message: String) {
+    connectFailures += 1
+    consecutiveFailures += 1
+    lastFailure = message
+    let delay = configuration.backoff.delay(retry: consecutiveFailures, using: &random)
+    recentBackoffDelays.append(delay)
+    if recentBackoffDelays.count > 32 { recentBackoffDelays.removeFirst() }
+    let nanos = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+    backoffUntil = monotonicNanoseconds() + UInt64(max(0, nanos))
+    logger.debug("connection attempt failed", metadata: ["error": "\(message)", "retry_in": "\(delay)"])
+    // Fail fast: calls waiting for a connection end UNAVAILABLE now, unless another
+    // connection can still take them.
+    if !connections.contains(where: { $0.state == .ready || $0.state == .connecting }) {
+      let failed = waiting
+      waiting.removeAll()
+      for call in failed {
+        queuedCalls[call.id] = nil
+        finishUnstarted(call, GRPCStatus(code: .unavailable, message: message))
+      }
+    }
+  }
+
+  func connectionDidBecomeReady(_ connection: ClientConnection) {
+    consecutiveFailures = 0
+    backoffUntil = 0
+    logger.debug("connection ready", metadata: ["connection": "\(connection.id)"])
+    drainWaiting()
+  }
+
+  func connectionHasCapacity(_ connection: ClientConnection) {
+    drainWaiting()
+  }
+
+  func connection(_ connection: ClientConnection, didCloseWithError error: String?, wasReady: Bool) {
+    connections.removeAll { $0 === connection }
+    if !wasReady {
+      connectionAttemptFailed(error ?? "connection closed while connecting")
+      nextAddressIndex += 1
+    } else {
+      logger.debug("connection closed", metadata: ["connection": "\(connection.id)", "error": "\(error ?? "none")"])
+      if !waiting.isEmpty { ensureConnecting() }
+    }
+    checkShutdownComplete()
+  }
+
+  func connection(_ connection: ClientConnection, didFinish call: PendingCall) {
+    activeCalls[call.id] = nil
+    checkShutdownComplete()
+  }
+
+  func connection(_ connection: ClientConnection, retry call: PendingCall) {
+    activeCalls[call.id] = nil
+    guard !call.finished else { return }
+    dispatch(call)
+  }
+
+  // MARK: - Shutdown
+
+  /// Stops taking calls; `done` runs once every call has finished and every connection closed.
+  func shutdown(graceful: Bool, done: @escaping @Sendable () -> Void) {
+    shuttingDown = true
+    shutdownWaiters.append(done)
+    if let backoffTimer { loop.cancelTimer(backoffTimer) }
+    backoffTimer = nil
+    let queued = waiting
+    waiting.removeAll()
+    for call in queued {
+      queuedCalls[call.id] = nil
+      finishUnstarted(call, GRPCStatus(code: .unavailable, message: "the channel is shut down"))
+    }
+    for connection in connections { connection.shutdown(graceful: graceful) }
+    checkShutdownComplete()
+  }
+
+  private func checkShutdownComplete() {
+    guard shuttingDown, activeCalls.isEmpty, waiting.isEmpty,
+      !connections.contains(where: { $0.state != .closed })
+    else { return }
+    let waiters = shutdownWaiters
+    shutdownWaiters.removeAll()
+    for waiter in waiters { waiter() }
+  }
+
+  /// Counters for tests and stats.
+  var stats: GRPCChannelStats {
+    GRPCChannelStats(
+      openConnections: connections.filter { $0.state != .closed }.count,
+      activeCalls: activeCalls.count,
+      queuedCalls: waiting.count,
+      connectAttempts: connectAttempts,
+      connectFailures: connectFailures,
+      recentBackoffDelays: recentBackoffDelays)
+  }
+}
+
+/// A snapshot of a channel's connections and calls.
+public struct GRPCChannelStats: Sendable, Hashable {
+  /// Connections connecting, ready or draining.
+  public var openConnections: Int
+  /// Calls holding a stream.
+  public var activeCalls: Int
+  /// Calls waiting for a connection or a stream.
+  public var queuedCalls: Int
+  /// Connection attempts started.
+  public var connectAttempts: Int
+  /// Connection attempts that failed before the connection was ready.
+  public var connectFailures: Int
+  /// The backoff delays chosen after recent failures, oldest first.
+  public var recentBackoffDelays: [Duration]
+}

@@ -1,0 +1,257 @@
+// Sources/HTTP2Transport/GRPCChannel.swift - the public gRPC client channel
+
+public import GRPCProtocol
+public import Logging
+import Synchronization
+
+/// A gRPC client channel to one target, over HTTP/2 (nghttp2) with TLS (OpenSSL)
+/// or, when explicitly chosen, cleartext h2c.
+///
+/// A channel owns an event loop thread that runs every connection, stream and
+/// call state machine it has. Calls come in three forms:
+/// - ``unary(path:request:options:)``: `async`, returns the response or throws ``GRPCError``;
+/// - ``serverStreaming(path:request:options:)``: an `AsyncSequence` of response messages,
+///   with flow control: a consumer that stops reading stops the stream's window updates;
+/// - ``startCall(path:request:kind:options:handler:)``: callbacks on the loop thread,
+///   with no task hop and no copy per message, for the hot path.
+///
+/// Messages are raw bytes: callers encode and decode them (see `FleetEngineMessages`).
+/// Call ``shutdown()`` (graceful) or ``close()`` when done.
+public final class GRPCChannel: Sendable {
+  /// The target host.
+  public let host: String
+  /// The target port.
+  public let port: Int
+  /// The configuration the channel was made with.
+  public let configuration: GRPCChannelConfiguration
+
+  let loop: EventLoop
+  let core: LoopBound<ChannelCore>
+  private let nextCallID = Atomic<UInt64>(1)
+  private let closed = Atomic<Bool>(false)
+
+  /// Creates a channel to `host:port`. No connection is made until the first call.
+  ///
+  /// - Throws: ``GRPCError`` with code `INVALID_ARGUMENT` when the TLS settings
+  ///   cannot be loaded (a missing CA file, a key that doesn't match its certificate).
+  public init(
+    host: String,
+    port: Int,
+    configuration: GRPCChannelConfiguration = .init(),
+    logger: Logger = Logger(label: "journeysharing.grpc")
+  ) throws(GRPCError) {
+    self.host = host
+    self.port = port
+    self.configuration = configuration
+    var tlsContext: TLSContext?
+    switch configuration.security {
+    case .plaintext:
+      logger.notice(
+        "gRPC channel uses plaintext HTTP/2 (h2c): no TLS, no server verification",
+        metadata: ["target": "\(host):\(port)"])
+    case .tls(let tls):
+      do {
+        tlsContext = try TLSContext(client: tls)
+      } catch {
+        throw GRPCError(code: .invalidArgument, message: "TLS configuration: \(error.description)")
+      }
+    }
+    let loop = EventLoop(name: "grpc-\(host):\(port)")
+    self.loop = loop
+    self.core = LoopBound(
+      unchecked: ChannelCore(
+        loop: loop, host: host, port: port, configuration: configuration, tlsContext: tlsContext, logger: logger),
+      loop: loop)
+  }
+
+  deinit {
+    if !closed.load(ordering: .acquiring) {
+      let core = core
+      loop.execute { core.value.shutdown(graceful: false) {} }
+    }
+    loop.shutdown()
+  }
+
+  // MARK: - Calls
+
+  /// Starts a call whose response parts go to `handler` on the channel's event loop thread.
+  ///
+  /// - Parameters:
+  ///   - path: The method path, `/package.Service/Method`.
+  ///   - request: The serialized request message.
+  ///   - kind: Unary or server streaming.
+  ///   - options: Timeout, metadata, limits for this call.
+  ///   - handler: Receives headers, each message, and the final status exactly once.
+  /// - Returns: A handle that cancels the call.
+  @discardableResult
+  public func startCall(
+    path: String,
+    request: [UInt8],
+    kind: GRPCCallKind,
+    options: CallOptions = .init(),
+    handler: any GRPCCallHandler
+  ) -> GRPCCallHandle {
+    startCall(path: path, request: request, kind: kind, options: options, handler: handler, manualFlowControl: false)
+  }
+
+  func startCall(
+    path: String, request: [UInt8], kind: GRPCCallKind, options: CallOptions, handler: any GRPCCallHandler,
+    manualFlowControl: Bool
+  ) -> GRPCCallHandle {
+    let id = nextCallID.add(1, ordering: .relaxed).oldValue
+    let core = core
+    let handle = GRPCCallHandle(
+      cancelAction: { core.loop.execute { core.value.cancel(callID: id) } },
+      releaseAction: { bytes in core.loop.execute { core.value.release(callID: id, bytes: bytes) } })
+    guard GRPCRequestHead.isValidMethodPath(path) else {
+      handler.callDidFinish(
+        status: GRPCStatus(code: .invalidArgument, message: "invalid method path \(path)"), trailers: GRPCMetadata())
+      return handle
+    }
+    var deadline: UInt64?
+    if let timeout = options.timeout {
+      let nanos = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+      deadline = monotonicNanoseconds() &+ UInt64(max(0, nanos))
+      if nanos <= 0 { deadline = 0 }
+    }
+    let call = PendingCall(
+      id: id, path: path, framedRequest: GRPCMessageFramer.framed(request), kind: kind, options: options,
+      handler: handler, deadline: deadline, manualFlowControl: manualFlowControl)
+    let boxed = LoopBound(unchecked: call, loop: loop)
+    loop.execute { core.value.start(boxed.value) }
+    return handle
+  }
+
+  /// Makes a unary call.
+  ///
+  /// - Returns: The response message with the response headers and trailers.
+  /// - Throws: ``GRPCError`` for any status other than OK; task cancellation cancels the call (CANCELLED).
+  public func unary(
+    path: String,
+    request: [UInt8],
+    options: CallOptions = .init()
+  ) async throws(GRPCError) -> GRPCUnaryResponse {
+    let collector = UnaryCollector()
+    let result: Result<GRPCUnaryResponse, GRPCError> = await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        collector.setContinuation(continuation)
+        let handle = startCall(path: path, request: request, kind: .unary, options: options, handler: collector)
+        collector.setHandle(handle)
+      }
+    } onCancel: {
+      collector.cancel()
+    }
+    return try result.get()
+  }
+
+  /// Starts a server-streaming call; iterate the result for the response messages.
+  ///
+  /// The sequence ends after the last message when the status is OK, and throws
+  /// ``GRPCError`` otherwise. Dropping it before the end cancels the call.
+  public func serverStreaming(
+    path: String,
+    request: [UInt8],
+    options: CallOptions = .init()
+  ) -> GRPCServerStreamingResponse {
+    let response = GRPCServerStreamingResponse()
+    let handle = startCall(
+      path: path, request: request, kind: .serverStreaming, options: options, handler: response.receiver,
+      manualFlowControl: true)
+    response.receiver.setHandle(handle)
+    return response
+  }
+
+  // MARK: - Lifecycle
+
+  /// Stops taking calls, lets the open ones finish, then closes every connection (GOAWAY).
+  public func shutdown() async {
+    guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    let core = core
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      loop.execute { core.value.shutdown(graceful: true) { continuation.resume() } }
+    }
+  }
+
+  /// Fails every call UNAVAILABLE and closes every connection now.
+  public func close() {
+    guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    let core = core
+    loop.execute { core.value.shutdown(graceful: false) {} }
+  }
+
+  /// Connections and calls right now.
+  public func stats() async -> GRPCChannelStats {
+    let core = core
+    return await withCheckedContinuation { continuation in
+      loop.execute { continuation.resume(returning: core.value.stats) }
+    }
+  }
+}
+
+/// The result of a unary call that ended OK.
+public struct GRPCUnaryResponse: Sendable {
+  /// The serialized response message.
+  public var message: [UInt8]
+  /// The response headers.
+  public var headers: GRPCMetadata
+  /// The trailers.
+  public var trailers: GRPCMetadata
+}
+
+/// Collects one unary response and resumes the awaiting task.
+///
+/// `@unchecked Sendable`: the fields are guarded by `state`'s mutex.
+private final class UnaryCollector: GRPCCallHandler, @unchecked Sendable {
+  private struct State {
+    var continuation: CheckedContinuation<Result<GRPCUnaryResponse, GRPCError>, Never>?
+    var handle: GRPCCallHandle?
+    var cancelRequested = false
+    var headers = GRPCMetadata()
+    var message: [UInt8]?
+  }
+  private let state = Mutex(State())
+
+  func setContinuation(_ continuation: CheckedContinuation<Result<GRPCUnaryResponse, GRPCError>, Never>) {
+    state.withLock { $0.continuation = continuation }
+  }
+
+  func setHandle(_ handle: GRPCCallHandle) {
+    let cancel = state.withLock { state -> Bool in
+      state.handle = handle
+      return state.cancelRequested
+    }
+    if cancel { handle.cancel() }
+  }
+
+  func cancel() {
+    let handle = state.withLock { state -> GRPCCallHandle? in
+      state.cancelRequested = true
+      return state.handle
+    }
+    handle?.cancel()
+  }
+
+  func callDidReceiveHeaders(_ headers: GRPCMetadata) {
+    state.withLock { $0.headers = headers }
+  }
+
+  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    let copy = [UInt8](message)
+    state.withLock { $0.message = copy }
+  }
+
+  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
+    let (continuation, headers, message) = state.withLock { state in
+      let taken = state.continuation
+      state.continuation = nil
+      return (taken, state.headers, state.message)
+    }
+    guard let continuation else { return }
+    if status.code == .ok {
+      continuation.resume(
+        returning: .success(GRPCUnaryResponse(message: message ?? [], headers: headers, trailers: trailers)))
+    } else {
+      continuation.resume(returning: .failure(GRPCError(status: status, trailers: trailers)))
+    }
+  }
+}
