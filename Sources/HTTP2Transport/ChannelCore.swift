@@ -22,7 +22,7 @@ final class ChannelCore: ClientConnectionDelegate {
   private var connections: [ClientConnection] = []
   private var nextConnectionID = 1
   private var waiting: [PendingCall] = []
-  private var activeCalls: [UInt64: ClientConnection] = [:]
+  private var activeCalls: [UInt64: (connection: ClientConnection, call: PendingCall)] = [:]
   private var queuedCalls: [UInt64: PendingCall] = [:]
 
   private var addresses: [SocketAddress] = []
@@ -40,6 +40,9 @@ final class ChannelCore: ClientConnectionDelegate {
   /// Connection attempts made and failed, for tests and stats.
   private(set) var connectAttempts = 0
   private(set) var connectFailures = 0
+  /// Keepalive PINGs sent and acknowledged, over all connections.
+  private(set) var pingsSent = 0
+  private(set) var pingAcksReceived = 0
   /// The delays applied after each failed attempt, most recent last (kept short).
   private(set) var recentBackoffDelays: [Duration] = []
 
@@ -83,7 +86,7 @@ final class ChannelCore: ClientConnectionDelegate {
 
   private func dispatch(_ call: PendingCall) {
     if let connection = connections.first(where: { $0.canStartStream }) {
-      activeCalls[call.id] = connection
+      activeCalls[call.id] = (connection, call)
       connection.start(call)
       return
     }
@@ -101,14 +104,14 @@ final class ChannelCore: ClientConnectionDelegate {
     if let call = queuedCalls.removeValue(forKey: callID) {
       waiting.removeAll { $0 === call }
       finishUnstarted(call, GRPCStatus(code: .cancelled, message: "the call was cancelled"))
-    } else if let connection = activeCalls[callID], let streamID = connection.streamID(of: callID) {
-      connection.cancel(streamID: streamID, deadline: false)
+    } else if let active = activeCalls[callID], let streamID = active.call.streamID {
+      active.connection.cancel(streamID: streamID, deadline: false)
     }
   }
 
   func release(callID: UInt64, bytes: Int) {
-    guard let connection = activeCalls[callID], let streamID = connection.streamID(of: callID) else { return }
-    connection.release(streamID: streamID, bytes: bytes)
+    guard let active = activeCalls[callID], let streamID = active.call.streamID else { return }
+    active.connection.release(streamID: streamID, bytes: bytes)
   }
 
   private func deadlineExpired(_ call: PendingCall) {
@@ -117,8 +120,8 @@ final class ChannelCore: ClientConnectionDelegate {
     if queuedCalls.removeValue(forKey: call.id) != nil {
       waiting.removeAll { $0 === call }
       finishUnstarted(call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed while waiting for a connection"))
-    } else if let connection = activeCalls[call.id], let streamID = connection.streamID(of: call.id) {
-      connection.cancel(streamID: streamID, deadline: true)
+    } else if let active = activeCalls[call.id], let streamID = active.call.streamID {
+      active.connection.cancel(streamID: streamID, deadline: true)
     }
   }
 
@@ -134,7 +137,7 @@ final class ChannelCore: ClientConnectionDelegate {
     while !waiting.isEmpty, let connection = connections.first(where: { $0.canStartStream }) {
       let call = waiting.removeFirst()
       queuedCalls[call.id] = nil
-      activeCalls[call.id] = connection
+      activeCalls[call.id] = (connection, call)
       connection.start(call)
     }
     if !waiting.isEmpty { ensureConnecting() }
@@ -257,6 +260,10 @@ final class ChannelCore: ClientConnectionDelegate {
     dispatch(call)
   }
 
+  func connectionDidCountPing(_ connection: ClientConnection, ack: Bool) {
+    if ack { pingAcksReceived += 1 } else { pingsSent += 1 }
+  }
+
   // MARK: - Shutdown
 
   /// Stops taking calls; `done` runs once every call has finished and every connection closed.
@@ -292,6 +299,8 @@ final class ChannelCore: ClientConnectionDelegate {
       queuedCalls: waiting.count,
       connectAttempts: connectAttempts,
       connectFailures: connectFailures,
+      pingsSent: pingsSent,
+      pingAcksReceived: pingAcksReceived,
       recentBackoffDelays: recentBackoffDelays)
   }
 }
@@ -308,6 +317,10 @@ public struct GRPCChannelStats: Sendable, Hashable {
   public var connectAttempts: Int
   /// Connection attempts that failed before the connection was ready.
   public var connectFailures: Int
+  /// Keepalive PINGs sent.
+  public var pingsSent: Int
+  /// Keepalive PING acknowledgements received.
+  public var pingAcksReceived: Int
   /// The backoff delays chosen after recent failures, oldest first.
   public var recentBackoffDelays: [Duration]
 }

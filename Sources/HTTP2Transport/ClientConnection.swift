@@ -25,6 +25,8 @@ final class PendingCall {
   let manualFlowControl: Bool
   /// Transparent retries left (a stream refused before the server saw it).
   var retriesLeft = 1
+  /// The stream carrying the call, once it has one.
+  var streamID: Int32?
   var deadlineTimer: EventLoop.TimerID?
   var finished = false
 
@@ -50,6 +52,7 @@ protocol ClientConnectionDelegate: AnyObject {
   func connection(_ connection: ClientConnection, didCloseWithError error: String?, wasReady: Bool)
   func connection(_ connection: ClientConnection, didFinish call: PendingCall)
   func connection(_ connection: ClientConnection, retry call: PendingCall)
+  func connectionDidCountPing(_ connection: ClientConnection, ack: Bool)
 }
 
 /// One HTTP/2 connection to the target. Confined to the channel's loop.
@@ -61,11 +64,18 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     case closed
   }
 
-  private struct ActiveStream {
+  /// Per-stream state. A class, so the state machine (and its deframer buffer) is
+  /// mutated in place rather than copied out of and back into the dictionary per event.
+  private final class ActiveStream {
     let call: PendingCall
     var machine: GRPCClientCall
     var unreleasedBytes = 0
     var headersDelivered = false
+
+    init(call: PendingCall, machine: GRPCClientCall) {
+      self.call = call
+      self.machine = machine
+    }
   }
 
   let loop: EventLoop
@@ -181,25 +191,24 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
     let maxSize = call.options.maxReceiveMessageSize ?? configuration.maxReceiveMessageSize
     let machineKind: GRPCClientCall.Kind = call.kind == .unary ? .unary : .serverStreaming
+    call.streamID = streamID
     streams[streamID] = ActiveStream(call: call, machine: GRPCClientCall(kind: machineKind, maxReceiveMessageSize: maxSize))
     scheduleFlush()
   }
 
   /// Cancels the call on `streamID` with `status` (CANCELLED or DEADLINE_EXCEEDED).
   func cancel(streamID: Int32, deadline: Bool) {
-    guard var active = streams[streamID] else { return }
+    guard let active = streams[streamID] else { return }
     let action = deadline ? active.machine.deadlineExceeded() : active.machine.cancel()
-    streams[streamID] = active
     perform(action, streamID: streamID, remoteEnded: false)
   }
 
   /// Returns received bytes to a manually flow-controlled stream's window.
   func release(streamID: Int32, bytes: Int) {
-    guard let session, var active = streams[streamID] else { return }
+    guard let session, let active = streams[streamID] else { return }
     let released = min(bytes, active.unreleasedBytes)
     guard released > 0 else { return }
     active.unreleasedBytes -= released
-    streams[streamID] = active
     session.consumeStream(streamID: streamID, bytes: released)
     scheduleFlush()
   }
@@ -216,7 +225,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     _ session: HTTP2Session, didReceiveHeaders headers: [HTTP2HeaderField], kind: HTTP2HeadersKind, streamID: Int32,
     endStream: Bool
   ) {
-    guard var active = streams[streamID] else { return }
+    guard let active = streams[streamID] else { return }
     let fields = headers.map { (name: $0.name, value: $0.value) }
     // The first final header block without END_STREAM is the response headers;
     // with END_STREAM it is a Trailers-Only response, reported through the status.
@@ -224,16 +233,13 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     let action = active.machine.receiveHeaders(fields, endStream: endStream)
     if isResponseHeaders && active.machine.status == nil {
       active.headersDelivered = true
-      streams[streamID] = active
       active.call.handler.callDidReceiveHeaders(active.machine.responseHeaders)
-    } else {
-      streams[streamID] = active
     }
     perform(action, streamID: streamID, remoteEnded: endStream)
   }
 
   func session(_ session: HTTP2Session, didReceiveData data: UnsafeRawBufferPointer, streamID: Int32) {
-    guard var active = streams[streamID] else {
+    guard let active = streams[streamID] else {
       session.consume(streamID: streamID, bytes: data.count)
       return
     }
@@ -246,23 +252,20 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       // window reopens only as its consumer takes the messages (release(streamID:bytes:)).
       session.consumeConnection(bytes: data.count)
       active.unreleasedBytes += data.count
-      streams[streamID] = active
     } else {
-      streams[streamID] = active
       session.consume(streamID: streamID, bytes: data.count)
     }
     perform(action, streamID: streamID, remoteEnded: false)
   }
 
   func session(_ session: HTTP2Session, didReceiveEndOfStream streamID: Int32) {
-    guard var active = streams[streamID] else { return }
+    guard let active = streams[streamID] else { return }
     let action = active.machine.receiveData(UnsafeRawBufferPointer(start: nil, count: 0), endStream: true) { _ in }
-    streams[streamID] = active
     perform(action, streamID: streamID, remoteEnded: true)
   }
 
   func session(_ session: HTTP2Session, streamDidClose streamID: Int32, errorCode: HTTP2ErrorCode) {
-    guard var active = streams[streamID] else { return }
+    guard let active = streams[streamID] else { return }
     // A stream the server refused (REFUSED_STREAM, or above a GOAWAY's last stream id)
     // never reached the application: retry it once on another connection.
     if errorCode == .refusedStream, active.machine.responseHeaders.isEmpty, active.machine.status == nil,
@@ -270,12 +273,12 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     {
       streams[streamID] = nil
       active.call.retriesLeft -= 1
+      active.call.streamID = nil
       delegate?.connection(self, retry: active.call)
       afterStreamClosed()
       return
     }
     let action = active.machine.streamClosed(http2ErrorCode: errorCode.rawValue)
-    streams[streamID] = active
     perform(action, streamID: streamID, remoteEnded: true)
     // Closed by the session: whatever the state machine decided, the stream is gone now.
     if let still = streams.removeValue(forKey: streamID) {
@@ -305,6 +308,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   func session(_ session: HTTP2Session, didReceivePingAck opaqueData: UInt64) {
+    delegate?.connectionDidCountPing(self, ack: true)
     if let keepaliveTimeoutTimer { loop.cancelTimer(keepaliveTimeoutTimer) }
     keepaliveTimeoutTimer = nil
   }
@@ -355,11 +359,6 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private func closeIfDrained() {
     guard state == .draining, streams.isEmpty else { return }
     close(error: nil)
-  }
-
-  /// Stream ID of the call `callID`, if it is on this connection.
-  func streamID(of callID: UInt64) -> Int32? {
-    streams.first { $0.value.call.id == callID }?.key
   }
 
   // MARK: - Output
@@ -419,6 +418,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       guard let self, self.state == .ready || self.state == .draining else { return }
       if keepalive.permitWithoutCalls || !self.streams.isEmpty, self.keepaliveTimeoutTimer == nil {
         self.session?.ping(opaqueData: monotonicNanoseconds())
+        self.delegate?.connectionDidCountPing(self, ack: false)
         self.scheduleFlush()
         self.keepaliveTimeoutTimer = self.loop.scheduleTimer(after: keepalive.timeout) { [weak self] in
           self?.stream?.close(error: "keepalive ping not answered within \(keepalive.timeout)")
@@ -466,9 +466,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     let failing = streams
     streams.removeAll()
     for (_, active) in failing {
-      var machine = active.machine
-      if case .finish(let status) = machine.connectionFailed(message) {
-        finish(active.call, status: status, trailers: machine.trailers)
+      if case .finish(let status) = active.machine.connectionFailed(message) {
+        finish(active.call, status: status, trailers: active.machine.trailers)
       } else {
         finish(active.call, status: GRPCStatus(code: .unavailable, message: message), trailers: GRPCMetadata())
       }
