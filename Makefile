@@ -28,11 +28,10 @@ $(VENV)/.installed: Tests/requirements.txt
 build: deps
 	$(SWIFT) build
 
-## demo: follow trips on the embedded simulator
+## demo: follow trips on the embedded simulator (DEMO_ARGS, e.g. --trips 20 --speedup 120)
+DEMO_ARGS ?=
 demo: build
-	@echo "make demo will start FleetSim in process and follow trips with 'tripwatch demo'."
-	@echo "FleetSim and tripwatch are not built yet (issue 4); nothing to run." >&2
-	@exit 1
+	$(BUILD_DIR)/tripwatch demo $(DEMO_ARGS)
 
 ## test: install what is missing, build, and run every test
 test: deps venv

@@ -17,6 +17,7 @@ let products: [Product] = [
   .executable(name: "protowire-conformance", targets: ["protowire-conformance"]),
   .executable(name: "grpc-interop-client", targets: ["grpc-interop-client"]),
   .executable(name: "tripwatch", targets: ["tripwatch"]),
+  .executable(name: "fleetsim", targets: ["fleetsim"]),
 ]
 
 let dependencies: [Package.Dependency] = [
@@ -105,6 +106,37 @@ let targets: [Target] = [
     swiftSettings: defaultSwiftSettings
   ),
 
+  // MARK: - Auth and the simulator
+
+  .target(
+    name: "JSONWebToken",
+    dependencies: ["COpenSSL"],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "JSONWebTokenTests",
+    dependencies: ["JSONWebToken"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  .target(
+    name: "FleetSim",
+    dependencies: [
+      "FleetEngineMessages",
+      "GRPCProtocol",
+      "HTTP2Transport",
+      "JSONWebToken",
+      "ProtoWire",
+      .product(name: "Logging", package: "swift-log"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "FleetSimTests",
+    dependencies: ["FleetSim", "FleetEngineMessages", "HTTP2Transport", "GRPCProtocol", "JSONWebToken"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
   // MARK: - Executables
 
   .executableTarget(
@@ -127,8 +159,23 @@ let targets: [Target] = [
     swiftSettings: defaultSwiftSettings
   ),
   .executableTarget(
+    name: "fleetsim",
+    dependencies: [
+      "CLinuxSystem",
+      "FleetEngineMessages",
+      "FleetSim",
+      "GRPCProtocol",
+      "HTTP2Transport",
+      .product(name: "ArgumentParser", package: "swift-argument-parser"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .executableTarget(
     name: "tripwatch",
     dependencies: [
+      "CLinuxSystem",
+      "FleetEngineMessages",
+      "FleetSim",
       "GRPCProtocol",
       "HTTP2Transport",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -242,7 +242,7 @@ public struct Trip: ProtoMessage, Hashable {
   public var etaToFirstWaypoint: Timestamp?
   /// `remaining_time_to_first_waypoint` (field 27): the time from when the trip was returned to `eta_to_first_waypoint`
   /// (output only).
-  public var remainingTimeToFirstWaypoint: Duration?
+  public var remainingTimeToFirstWaypoint: ProtobufDuration?
   /// `remaining_waypoints_version` (field 19): when `remaining_waypoints` last changed (output only).
   public var remainingWaypointsVersion: Timestamp?
   /// `remaining_waypoints_route_version` (field 29): when the paths and traffic of `remaining_waypoints` last changed

@@ -25,7 +25,7 @@ public struct TripWaypoint: ProtoMessage, Hashable {
   /// `eta` (field 7): the estimated time of arrival at this waypoint.
   public var eta: Timestamp?
   /// `duration` (field 8): the travel time from the previous waypoint.
-  public var duration: Duration?
+  public var duration: ProtobufDuration?
   public var unknownFields = UnknownFields()
 
   public init() {}

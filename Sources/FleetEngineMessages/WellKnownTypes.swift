@@ -58,8 +58,9 @@ public struct Timestamp: ProtoMessage, Hashable {
   }
 }
 
-/// `google.protobuf.Duration`: a signed span of time.
-public struct Duration: ProtoMessage, Hashable {
+/// `google.protobuf.Duration`: a signed span of time. Named `ProtobufDuration` so it does not
+/// shadow `Swift.Duration` in code that imports this module.
+public struct ProtobufDuration: ProtoMessage, Hashable {
   public static let protoMessageName = "google.protobuf.Duration"
 
   /// Whole seconds (field 1).

@@ -138,6 +138,11 @@ public final class GRPCServer: Sendable {
     loop.execute { core.value.dropAll() }
   }
 
+  /// Runs `body` on the server's event loop thread (where ``GRPCService`` methods run).
+  public func execute(_ body: @escaping @Sendable () -> Void) {
+    loop.execute(body)
+  }
+
   /// Counters.
   public func stats() async -> GRPCServerStats {
     let core = core

@@ -30,11 +30,15 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
     await receiver.result()
   }
 
-  public func makeAsyncIterator() -> Iterator { Iterator(receiver: receiver) }
+  public func makeAsyncIterator() -> Iterator { Iterator(receiver: receiver, response: self) }
 
   /// Iterates the messages.
   public struct Iterator: AsyncIteratorProtocol {
     let receiver: Receiver
+    /// Keeps the response alive while the iterator is: `for try await message in
+    /// channel.serverStreaming(...)` holds only the iterator, and releasing the
+    /// response cancels the call.
+    let response: GRPCServerStreamingResponse
 
     public mutating func next() async throws(GRPCError) -> [UInt8]? {
       try await receiver.next()

@@ -1,6 +1,7 @@
 // Sources/tripwatch/Tripwatch.swift - the tripwatch command line
 
 import ArgumentParser
+import CLinuxSystem
 
 #if canImport(Glibc)
   import Glibc
@@ -11,7 +12,7 @@ struct Tripwatch: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "tripwatch",
     abstract: "Follow ride-sharing trips over gRPC, or make raw gRPC calls.",
-    subcommands: [RawCall.self]
+    subcommands: [Demo.self, RawCall.self]
   )
 
   /// Usage errors exit 2 (like grpcurl and most Unix tools), not ArgumentParser's 64.
@@ -75,3 +76,4 @@ struct Target {
     guard !host.isEmpty else { throw ValidationError("bad target \(text)") }
   }
 }
+

@@ -95,7 +95,7 @@ func makeWaypoint(tripID: String, type: WaypointType, latitude: Double) -> TripW
   }()
   w.distanceMeters = Int32Value(1_250)
   w.eta = Timestamp(seconds: 1_700_000_600)
-  w.duration = Duration(seconds: 300, nanos: 5)
+  w.duration = ProtobufDuration(seconds: 300, nanos: 5)
   return w
 }
 
@@ -158,7 +158,7 @@ func makeFullTrip() -> Trip {
   trip.currentRouteSegmentEndPoint = makeWaypoint(tripID: "trip-1", type: .dropOffWaypointType, latitude: 37.77)
   trip.intermediateDestinationsVersion = Timestamp(seconds: 1_700_000_052)
   trip.lastLocationSnappable = true
-  trip.remainingTimeToFirstWaypoint = Duration(seconds: 600)
+  trip.remainingTimeToFirstWaypoint = ProtobufDuration(seconds: 600)
   trip.currentRouteSegmentTraffic = {
     var traffic = ConsumableTrafficPolyline()
     var jam = SpeedReadingInterval()

@@ -1,0 +1,113 @@
+// Sources/FleetSim/FleetSimConfiguration.swift - what the simulated Fleet Engine serves, and how badly
+
+import FleetEngineMessages
+public import GRPCProtocol
+
+/// How FleetSim runs: the simulated trips, the update rate, auth and faults.
+public struct FleetSimConfiguration: Sendable {
+  /// How callers must authenticate.
+  public enum Auth: Sendable, Hashable {
+    /// Every call needs `authorization: Bearer <JWT>` signed with HS256 and this secret.
+    case hs256(secret: [UInt8])
+    /// Every call needs `authorization: Bearer <JWT>` signed with RS256, verified with this PEM public key.
+    case rs256(publicKeyPEM: String)
+  }
+
+  /// The trips: provider, count, seed, start time, speedup.
+  public var simulation: SimulationConfiguration
+  /// How often streams get a message (wall-clock time). Default 1 s.
+  public var updateInterval: Duration
+  /// Auth, or `nil` to accept every call.
+  public var auth: Auth?
+  /// Faults to inject.
+  public var faults: FaultInjection
+
+  /// A configuration.
+  public init(
+    simulation: SimulationConfiguration, updateInterval: Duration = .seconds(1), auth: Auth? = nil,
+    faults: FaultInjection = FaultInjection()
+  ) {
+    self.simulation = simulation
+    self.updateInterval = updateInterval
+    self.auth = auth
+    self.faults = faults
+  }
+}
+
+/// Faults FleetSim injects, each counted in ``FleetSimStats``.
+public struct FaultInjection: Sendable, Hashable {
+  /// The fraction of calls (unary, and stream starts) answered with ``failureCode`` instead. 0...1.
+  public var failureRate: Double
+  /// The status injected failures carry. Default UNAVAILABLE.
+  public var failureCode: GRPCStatusCode
+  /// The chance, per update about to be sent, that the stream is reset (RST_STREAM CANCEL) instead. 0...1.
+  public var streamResetRate: Double
+  /// Send GOAWAY on every connection this often.
+  public var goAwayInterval: Duration?
+  /// Drop every connection (close without GOAWAY) this often.
+  public var dropInterval: Duration?
+  /// Added before answering each call.
+  public var addedLatency: Duration
+  /// Seeds the fault decisions so a run reproduces.
+  public var seed: UInt64
+
+  /// No faults unless given.
+  public init(
+    failureRate: Double = 0, failureCode: GRPCStatusCode = .unavailable, streamResetRate: Double = 0,
+    goAwayInterval: Duration? = nil, dropInterval: Duration? = nil, addedLatency: Duration = .zero, seed: UInt64 = 7
+  ) {
+    self.failureRate = min(max(failureRate, 0), 1)
+    self.failureCode = failureCode
+    self.streamResetRate = min(max(streamResetRate, 0), 1)
+    self.goAwayInterval = goAwayInterval
+    self.dropInterval = dropInterval
+    self.addedLatency = addedLatency
+    self.seed = seed
+  }
+
+  /// Whether any fault is configured.
+  public var isEmpty: Bool {
+    failureRate == 0 && streamResetRate == 0 && goAwayInterval == nil && dropInterval == nil && addedLatency == .zero
+  }
+}
+
+/// FleetSim's counters.
+public struct FleetSimStats: Sendable, Hashable, CustomStringConvertible {
+  /// Unary `maps.fleetengine.v1.TripService/GetTrip` calls received.
+  public var unaryCalls = 0
+  /// Streaming `GetTrip` calls received.
+  public var streamsStarted = 0
+  /// Streams open now.
+  public var streamsOpen = 0
+  /// Stream messages sent.
+  public var updatesSent = 0
+  /// Streams that ended OK with their trip's final state.
+  public var streamsCompleted = 0
+  /// Calls refused for auth: UNAUTHENTICATED.
+  public var unauthenticated = 0
+  /// Calls refused for auth: PERMISSION_DENIED.
+  public var permissionDenied = 0
+  /// Calls with a malformed trip name: INVALID_ARGUMENT.
+  public var invalidArgument = 0
+  /// Calls for unknown trips: NOT_FOUND.
+  public var notFound = 0
+  /// Injected status failures.
+  public var injectedFailures = 0
+  /// Injected stream resets.
+  public var injectedResets = 0
+  /// Injected GOAWAY rounds.
+  public var injectedGoAways = 0
+  /// Injected connection drops (rounds).
+  public var injectedDrops = 0
+  /// Calls delayed by injected latency.
+  public var delayedCalls = 0
+
+  /// One line, `key=value` pairs, for logs and the `fleetsim` stats output.
+  public var description: String {
+    "unary=\(unaryCalls) streams=\(streamsStarted) open=\(streamsOpen) updates=\(updatesSent) "
+      + "completed=\(streamsCompleted) unauthenticated=\(unauthenticated) permission_denied=\(permissionDenied) "
+      + "invalid_argument=\(invalidArgument) not_found=\(notFound) fault_status=\(injectedFailures) "
+      + "fault_resets=\(injectedResets) fault_goaways=\(injectedGoAways) fault_drops=\(injectedDrops) "
+      + "fault_delayed=\(delayedCalls)"
+  }
+}

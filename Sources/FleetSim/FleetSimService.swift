@@ -1,0 +1,329 @@
+// Sources/FleetSim/FleetSimService.swift - the gRPC surface of the simulated Fleet Engine
+//
+// Serves maps.fleetengine.v1.TripService/GetTrip (unary, as Fleet Engine defines
+// it, honouring the *_version fields and route_format_type) and the project's
+// journeysharing.v1.TripStreamService/GetTrip (server streaming: the whole trip,
+// then the changed fields). Runs on the server's event loop; no locks.
+
+import FleetEngineMessages
+import GRPCProtocol
+import HTTP2Transport
+import JSONWebToken
+import Logging
+import ProtoWire
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Method paths FleetSim serves.
+public enum FleetSimMethods {
+  /// The Fleet Engine unary GetTrip.
+  public static let unaryGetTrip = "/maps.fleetengine.v1.TripService/GetTrip"
+  /// The project's server-streaming GetTrip.
+  public static let streamingGetTrip = "/journeysharing.v1.TripStreamService/GetTrip"
+}
+
+/// The wall clock in Unix seconds.
+func unixTimeNow() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_REALTIME, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// SplitMix64: a small seeded generator for reproducible fault decisions.
+struct SplitMix64: RandomNumberGenerator {
+  var state: UInt64
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+/// The service. `@unchecked Sendable`: every method runs on the server's single
+/// event loop thread (GRPCService's contract), which is the only thread touching its state.
+final class FleetSimService: GRPCService, @unchecked Sendable {
+  private final class FollowedStream {
+    let call: GRPCServerCall
+    let index: Int
+    let routeFormat: PolylineFormatType
+    var last: Trip
+    var sequence: UInt64 = 0
+
+    init(call: GRPCServerCall, index: Int, routeFormat: PolylineFormatType, last: Trip) {
+      self.call = call
+      self.index = index
+      self.routeFormat = routeFormat
+      self.last = last
+    }
+  }
+
+  let configuration: FleetSimConfiguration
+  let simulator: TripSimulator
+  let logger: Logger
+  private(set) var stats = FleetSimStats()
+  private var streams: [ObjectIdentifier: FollowedStream] = [:]
+  private var tickerRunning = false
+  private var random: SplitMix64
+
+  init(configuration: FleetSimConfiguration, logger: Logger) {
+    self.configuration = configuration
+    self.simulator = TripSimulator(configuration: configuration.simulation)
+    self.logger = logger
+    self.random = SplitMix64(state: configuration.faults.seed)
+  }
+
+  func countGoAway() { stats.injectedGoAways += 1 }
+  func countDrop() { stats.injectedDrops += 1 }
+
+  // MARK: - Dispatch
+
+  func handle(_ call: GRPCServerCall) {
+    let latency = configuration.faults.addedLatency
+    if latency > .zero {
+      stats.delayedCalls += 1
+      call.schedule(after: latency) { [self] in
+        if !call.isClosed { dispatch(call) }
+      }
+    } else {
+      dispatch(call)
+    }
+  }
+
+  private func dispatch(_ call: GRPCServerCall) {
+    switch call.path {
+    case FleetSimMethods.unaryGetTrip:
+      stats.unaryCalls += 1
+      unaryGetTrip(call)
+    case FleetSimMethods.streamingGetTrip:
+      stats.streamsStarted += 1
+      streamingGetTrip(call)
+    default:
+      call.finish(GRPCStatus(code: .unimplemented, message: "method \(call.path) is not implemented"))
+    }
+  }
+
+  /// The checks every call goes through, in the order Fleet Engine applies them:
+  /// injected faults, the token, the name's form, the token's trip, the trip's existence.
+  private func admit(_ call: GRPCServerCall, name: String) -> Int? {
+    if configuration.faults.failureRate > 0, Double.random(in: 0..<1, using: &random) < configuration.faults.failureRate {
+      stats.injectedFailures += 1
+      call.finish(GRPCStatus(code: configuration.faults.failureCode, message: "injected failure"))
+      return nil
+    }
+    var tokenTripID: String?
+    if let auth = configuration.auth {
+      switch authenticate(call, auth) {
+      case .granted(let tripID): tokenTripID = tripID
+      case .refused(let status):
+        stats.unauthenticated += 1
+        call.finish(status)
+        return nil
+      }
+    }
+    guard let tripName = TripName(parsing: name) else {
+      stats.invalidArgument += 1
+      call.finish(
+        GRPCStatus(
+          code: .invalidArgument,
+          message: "trip name must be in the format providers/{provider_id}/trips/{trip_id}"))
+      return nil
+    }
+    if let tokenTripID, tokenTripID != "*", tokenTripID != tripName.tripID {
+      stats.permissionDenied += 1
+      call.finish(GRPCStatus(code: .permissionDenied, message: "the token does not grant access to this trip"))
+      return nil
+    }
+    guard let index = simulator.tripIndex(forName: name) else {
+      stats.notFound += 1
+      call.finish(GRPCStatus(code: .notFound, message: "trip \(name) not found"))
+      return nil
+    }
+    return index
+  }
+
+  private enum AuthOutcome {
+    case granted(tripID: String)
+    case refused(GRPCStatus)
+  }
+
+  /// Checks `authorization: Bearer <JWT>`; returns the token's trip ID claim.
+  private func authenticate(_ call: GRPCServerCall, _ auth: FleetSimConfiguration.Auth) -> AuthOutcome {
+    guard let header = call.requestMetadata.first("authorization") else {
+      return .refused(GRPCStatus(code: .unauthenticated, message: "missing authorization header"))
+    }
+    let prefix = "Bearer "
+    guard header.hasPrefix(prefix) else {
+      return .refused(GRPCStatus(code: .unauthenticated, message: "authorization must be a Bearer token"))
+    }
+    let key: JWTVerificationKey
+    switch auth {
+    case .hs256(let secret): key = .hs256(secret: secret)
+    case .rs256(let pem): key = .rs256(publicKeyPEM: pem)
+    }
+    do {
+      let token = try JSONWebToken(parsing: String(header.dropFirst(prefix.count)))
+      try token.verify(with: key)
+      try token.validate(now: unixTimeNow())
+      guard let tripID = token.claims.tripID else {
+        return .refused(GRPCStatus(code: .unauthenticated, message: "the token carries no authorization.tripid claim"))
+      }
+      return .granted(tripID: tripID)
+    } catch {
+      // The JWT error text never contains the token.
+      return .refused(GRPCStatus(code: .unauthenticated, message: "invalid token: \(error)"))
+    }
+  }
+
+  // MARK: - Unary GetTrip
+
+  private func unaryGetTrip(_ call: GRPCServerCall) {
+    let request: GetTripRequest
+    do {
+      request = try GetTripRequest(serializedBytes: call.request)
+    } catch {
+      call.finish(GRPCStatus(code: .invalidArgument, message: "malformed GetTripRequest: \(error)"))
+      return
+    }
+    guard let index = admit(call, name: request.name) else { return }
+    let seconds = simulator.simulatedSeconds(atUnixTime: unixTimeNow())
+    var trip = simulator.trip(index: index, atSimulatedSeconds: seconds, routeFormat: request.routeFormatType)
+    // Leave out what the caller already has, as Fleet Engine does with the *_version fields.
+    if Self.isCurrent(request.currentRouteSegmentVersion, trip.currentRouteSegmentVersion) {
+      trip.route = []
+      trip.currentRouteSegment = ""
+    }
+    if Self.isCurrent(request.currentRouteSegmentTrafficVersion, trip.currentRouteSegmentTrafficVersion) {
+      trip.currentRouteSegmentTraffic = nil
+    }
+    if Self.isCurrent(request.remainingWaypointsVersion, trip.remainingWaypointsVersion) {
+      trip.remainingWaypoints = []
+    } else if Self.isCurrent(request.remainingWaypointsRouteVersion, trip.remainingWaypointsRouteVersion) {
+      for index in trip.remainingWaypoints.indices {
+        trip.remainingWaypoints[index].pathToWaypoint = []
+        trip.remainingWaypoints[index].encodedPathToWaypoint = ""
+        trip.remainingWaypoints[index].trafficToWaypoint = nil
+      }
+    }
+    call.send(trip.serializedBytes())
+    call.finish(.ok)
+  }
+
+  /// Whether the caller's version is at least the trip's (so the data is unchanged for it).
+  static func isCurrent(_ requested: Timestamp?, _ current: Timestamp?) -> Bool {
+    guard let requested, let current else { return false }
+    return (requested.seconds, requested.nanos) >= (current.seconds, current.nanos)
+  }
+
+  // MARK: - Streaming GetTrip
+
+  private func streamingGetTrip(_ call: GRPCServerCall) {
+    let request: StreamTripRequest
+    do {
+      request = try StreamTripRequest(serializedBytes: call.request)
+    } catch {
+      call.finish(GRPCStatus(code: .invalidArgument, message: "malformed StreamTripRequest: \(error)"))
+      return
+    }
+    guard let index = admit(call, name: request.name) else { return }
+    let now = unixTimeNow()
+    let trip = simulator.trip(
+      index: index, atSimulatedSeconds: simulator.simulatedSeconds(atUnixTime: now),
+      routeFormat: request.routeFormatType)
+    let stream = FollowedStream(call: call, index: index, routeFormat: request.routeFormatType, last: trip)
+    var first = TripUpdate()
+    first.trip = trip
+    first.fullTrip = true
+    send(first, on: stream, now: now)
+    if Self.isFinal(trip) {
+      stats.streamsCompleted += 1
+      call.finish(.ok)
+      return
+    }
+    let key = ObjectIdentifier(call)
+    streams[key] = stream
+    stats.streamsOpen += 1
+    call.onCancel { [weak self] in
+      guard let self, self.streams.removeValue(forKey: key) != nil else { return }
+      self.stats.streamsOpen -= 1
+    }
+    startTicker(using: call)
+  }
+
+  private func send(_ update: TripUpdate, on stream: FollowedStream, now: Double) {
+    var update = update
+    stream.sequence += 1
+    update.sequence = stream.sequence
+    update.sendTime = Timestamp(unixTime: now)
+    stream.call.send(update.serializedBytes())
+    stats.updatesSent += 1
+  }
+
+  static func isFinal(_ trip: Trip) -> Bool {
+    trip.tripStatus == .complete || trip.tripStatus == .canceled
+  }
+
+  private func startTicker(using call: GRPCServerCall) {
+    guard !tickerRunning else { return }
+    tickerRunning = true
+    scheduleTick(using: call)
+  }
+
+  private func scheduleTick(using call: GRPCServerCall) {
+    call.schedule(after: configuration.updateInterval) { [weak self] in
+      self?.tick()
+    }
+  }
+
+  /// Advances every open stream: computes the trip now, sends what changed, ends finished trips.
+  private func tick() {
+    guard !streams.isEmpty else {
+      tickerRunning = false
+      return
+    }
+    let now = unixTimeNow()
+    let seconds = simulator.simulatedSeconds(atUnixTime: now)
+    var anchor: GRPCServerCall?
+    for (key, stream) in streams {
+      if stream.call.isClosed {
+        streams[key] = nil
+        stats.streamsOpen -= 1
+        continue
+      }
+      let trip = simulator.trip(index: stream.index, atSimulatedSeconds: seconds, routeFormat: stream.routeFormat)
+      let changed = trip.changedFields(from: stream.last)
+      if !changed.isEmpty {
+        if configuration.faults.streamResetRate > 0,
+          Double.random(in: 0..<1, using: &random) < configuration.faults.streamResetRate
+        {
+          stats.injectedResets += 1
+          streams[key] = nil
+          stats.streamsOpen -= 1
+          stream.call.reset(errorCode: 8)  // CANCEL: the client sees CANCELLED and follows again.
+          continue
+        }
+        var update = TripUpdate()
+        update.trip = trip.projected(onto: changed)
+        update.updatedFields = changed
+        stream.last = trip
+        send(update, on: stream, now: now)
+      }
+      if Self.isFinal(trip) {
+        streams[key] = nil
+        stats.streamsOpen -= 1
+        stats.streamsCompleted += 1
+        stream.call.finish(.ok)
+        continue
+      }
+      anchor = stream.call
+    }
+    if let anchor {
+      scheduleTick(using: anchor)
+    } else {
+      tickerRunning = false
+    }
+  }
+}

@@ -1,0 +1,199 @@
+// Sources/fleetsim/FleetSimCommand.swift - `fleetsim`: run the simulated Fleet Engine
+
+import ArgumentParser
+import CLinuxSystem
+import FleetEngineMessages
+import FleetSim
+import GRPCProtocol
+import HTTP2Transport
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Set by SIGINT/SIGTERM.
+private let stopRequested = Atomic<Bool>(false)
+
+@main
+struct FleetSimCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "fleetsim",
+    abstract: "A simulated Fleet Engine: trips moving on road-like routes, served over gRPC.",
+    discussion: """
+      Trips are named providers/{provider}/trips/trip-{i} for i in 0..<N. The state of every trip is a pure \
+      function of --seed, the trip index and the time elapsed since --start-time, so a server restarted with \
+      the same flags continues the same trips. The first line of output is `listening on HOST:PORT`; stats \
+      lines (`stats: key=value …`) follow every --stats-interval seconds and at exit.
+      """)
+
+  @Option(help: "Address to listen on, HOST:PORT (port 0 picks one).")
+  var listen = "127.0.0.1:0"
+
+  @Option(help: "Number of trips.")
+  var trips = 10
+
+  @Option(help: "Provider ID in trip names.")
+  var provider = "demo"
+
+  @Option(help: "Seed of the simulation.")
+  var seed: UInt64 = 1
+
+  @Option(name: .customLong("start-time"), help: "Unix time the simulation started at (default: now).")
+  var startTime: Double?
+
+  @Option(help: "Simulated seconds per real second.")
+  var speedup = 1.0
+
+  @Option(name: .customLong("update-interval"), help: "Seconds between stream messages.")
+  var updateInterval = 1.0
+
+  @Option(name: .customLong("jwt-secret"), help: "Require HS256 JWTs signed with this secret.")
+  var jwtSecret: String?
+
+  @Option(name: .customLong("jwt-public-key"), help: "Require RS256 JWTs verified with this PEM public key file.")
+  var jwtPublicKey: String?
+
+  @Option(name: .customLong("tls-cert"), help: "Serve TLS with this PEM certificate chain.")
+  var tlsCert: String?
+
+  @Option(name: .customLong("tls-key"), help: "The PEM private key for --tls-cert.")
+  var tlsKey: String?
+
+  @Option(name: .customLong("fail-rate"), help: "Fraction of calls answered with --fail-code (0…1).")
+  var failRate = 0.0
+
+  @Option(name: .customLong("fail-code"), help: "Status injected by --fail-rate, by name or number.")
+  var failCode = "UNAVAILABLE"
+
+  @Option(name: .customLong("reset-rate"), help: "Chance per stream update of resetting the stream (0…1).")
+  var resetRate = 0.0
+
+  @Option(name: .customLong("goaway-every"), help: "Send GOAWAY on every connection every S seconds.")
+  var goAwayEvery: Double?
+
+  @Option(name: .customLong("drop-every"), help: "Drop every connection every S seconds.")
+  var dropEvery: Double?
+
+  @Option(help: "Seconds of latency added to every call.")
+  var latency = 0.0
+
+  @Option(name: .customLong("stats-interval"), help: "Print a stats line every S seconds (0: only at exit).")
+  var statsInterval = 0.0
+
+  @Option(help: "Exit after S seconds (default: run until SIGINT or SIGTERM).")
+  var duration: Double?
+
+  func validate() throws {
+    guard trips >= 0 else { throw ValidationError("--trips must be ≥ 0") }
+    guard speedup > 0, updateInterval > 0 else { throw ValidationError("--speedup and --update-interval must be > 0") }
+    guard (0...1).contains(failRate), (0...1).contains(resetRate) else {
+      throw ValidationError("--fail-rate and --reset-rate are fractions in 0…1")
+    }
+    guard Self.statusCode(failCode) != nil else { throw ValidationError("--fail-code: unknown status \(failCode)") }
+    guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+    guard jwtSecret == nil || jwtPublicKey == nil else {
+      throw ValidationError("give --jwt-secret or --jwt-public-key, not both")
+    }
+    guard TripName(providerID: provider, tripID: "trip-0") != nil else {
+      throw ValidationError("--provider must be a valid provider ID (lowercase letters, digits, hyphens)")
+    }
+    _ = try Self.hostAndPort(listen)
+  }
+
+  static func statusCode(_ text: String) -> GRPCStatusCode? {
+    if let number = Int(text) { return GRPCStatusCode(rawValue: number) }
+    return GRPCStatusCode.allCases.first { $0.name == text.uppercased() }
+  }
+
+  static func hostAndPort(_ text: String) throws -> (String, Int) {
+    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+      (0...65535).contains(port)
+    else { throw ValidationError("--listen must be HOST:PORT") }
+    var host = String(text[..<colon])
+    if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    return (host, port)
+  }
+
+  static func seconds(_ value: Double) -> Duration { .nanoseconds(Int64(value * 1e9)) }
+
+  func run() async throws {
+    cls_line_buffer_stdout()
+    let (host, port) = try Self.hostAndPort(listen)
+    var auth: FleetSimConfiguration.Auth?
+    if let jwtSecret { auth = .hs256(secret: Array(jwtSecret.utf8)) }
+    if let jwtPublicKey {
+      guard let pem = Self.readFile(jwtPublicKey) else {
+        throw ValidationError("cannot read --jwt-public-key \(jwtPublicKey)")
+      }
+      auth = .rs256(publicKeyPEM: pem)
+    }
+    var simulation = SimulationConfiguration()
+    simulation.provider = provider
+    simulation.tripCount = trips
+    simulation.seed = seed
+    simulation.startTime = startTime ?? Self.unixNow()
+    simulation.speedup = speedup
+    let faults = FaultInjection(
+      failureRate: failRate, failureCode: Self.statusCode(failCode) ?? .unavailable, streamResetRate: resetRate,
+      goAwayInterval: goAwayEvery.map(Self.seconds), dropInterval: dropEvery.map(Self.seconds),
+      addedLatency: Self.seconds(latency), seed: seed)
+    let configuration = FleetSimConfiguration(
+      simulation: simulation, updateInterval: Self.seconds(updateInterval), auth: auth, faults: faults)
+    var tls: TLSServerConfiguration?
+    if let tlsCert, let tlsKey { tls = TLSServerConfiguration(certificateChainFile: tlsCert, privateKeyFile: tlsKey) }
+    let sim: FleetSim
+    do {
+      sim = try FleetSim(configuration: configuration, listen: GRPCServerConfiguration(host: host, port: port, tls: tls))
+      let bound = try sim.start()
+      print("listening on \(host.contains(":") ? "[\(host)]" : host):\(bound)")
+    } catch {
+      FileHandleStderr.write("fleetsim: \(error.message)\n")
+      throw ExitCode(1)
+    }
+    signal(SIGINT) { _ in stopRequested.store(true, ordering: .relaxed) }
+    signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
+    signal(SIGPIPE, SIG_IGN)
+
+    let started = Self.unixNow()
+    var lastStats = started
+    while !stopRequested.load(ordering: .relaxed) {
+      try? await Task.sleep(for: .milliseconds(100))
+      let now = Self.unixNow()
+      if let duration, now - started >= duration { break }
+      if statsInterval > 0, now - lastStats >= statsInterval {
+        lastStats = now
+        print("stats: \(await sim.stats())")
+      }
+    }
+    print("stats: \(await sim.stats())")
+    await sim.shutdown()
+  }
+
+  static func unixNow() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  }
+
+  static func readFile(_ path: String) -> String? {
+    guard let file = fopen(path, "rb") else { return nil }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = fread(&buffer, 1, buffer.count, file)
+      if n <= 0 { break }
+      bytes.append(contentsOf: buffer[0..<n])
+    }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+}
+
+enum FileHandleStderr {
+  static func write(_ text: String) {
+    var text = text
+    text.withUTF8 { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
+  }
+}
+

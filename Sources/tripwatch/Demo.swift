@@ -1,0 +1,238 @@
+// Sources/tripwatch/Demo.swift - `tripwatch demo`: follow trips on an embedded FleetSim
+
+import ArgumentParser
+import CLinuxSystem
+import FleetEngineMessages
+import FleetSim
+import GRPCProtocol
+import HTTP2Transport
+import ProtoWire
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+struct Demo: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "demo",
+    abstract: "Start a simulated Fleet Engine in process and follow its trips to the end.",
+    discussion: """
+      Shows one row per trip (status, vehicle position, ETAs to pickup and dropoff, remaining distance, \
+      progress) redrawn in place on a terminal, or plain lines otherwise, then a summary. Exits 0 when every \
+      followed trip reached its final state (COMPLETE or CANCELED), 1 otherwise.
+      """)
+
+  @Option(help: "Number of trips to follow.")
+  var trips = 5
+
+  @Option(help: "Simulated seconds per real second.")
+  var speedup = 60.0
+
+  @Option(help: "Give up after this many seconds.")
+  var duration = 120.0
+
+  @Option(name: .customLong("update-interval"), help: "Seconds between updates from the simulator.")
+  var updateInterval = 0.5
+
+  @Option(help: "Seed of the simulation.")
+  var seed: UInt64 = 1
+
+  @Flag(help: "Print plain lines even on a terminal.")
+  var plain = false
+
+  func validate() throws {
+    guard trips >= 1 else { throw ValidationError("--trips must be ≥ 1") }
+    guard speedup > 0, duration > 0, updateInterval > 0 else {
+      throw ValidationError("--speedup, --duration and --update-interval must be > 0")
+    }
+  }
+
+  func run() async throws {
+    cls_line_buffer_stdout()
+    var simulation = SimulationConfiguration()
+    simulation.tripCount = trips
+    simulation.seed = seed
+    simulation.startTime = unixNow()
+    simulation.speedup = speedup
+    let sim = try FleetSim(
+      configuration: FleetSimConfiguration(
+        simulation: simulation, updateInterval: .nanoseconds(Int64(updateInterval * 1e9))))
+    let port = try sim.start()
+    let channel = try GRPCChannel(host: "127.0.0.1", port: port, configuration: .init(security: .plaintext))
+    let followers = (0..<trips).map { index in
+      DemoFollower(name: sim.simulator.tripName(index: index), channel: channel)
+    }
+    for follower in followers { follower.follow() }
+
+    let interactive = !plain && isatty(1) == 1
+    let started = unixNow()
+    var drawnLines = 0
+    var lastPlain: [String] = []
+    while true {
+      try? await Task.sleep(for: .milliseconds(interactive ? 200 : 500))
+      let rows = followers.map { $0.row }
+      let elapsed = unixNow() - started
+      let finished = rows.allSatisfy(\.isFinal)
+      if interactive {
+        let lines = DemoView.screen(rows, elapsed: elapsed, maxRows: max(5, terminalRows() - 4))
+        var output = drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : ""
+        for line in lines { output += "\u{1B}[2K" + line + "\n" }
+        print(output, terminator: "")
+        drawnLines = lines.count
+      } else {
+        // Plain lines: one per trip whose status changed, so logs stay readable.
+        let lines = rows.map { DemoView.row($0) }
+        for (index, row) in rows.enumerated()
+        where lastPlain.count != rows.count || !lastPlain[index].hasPrefix(DemoView.padded(row.name, 12) + " " + DemoView.padded(row.status.protoName, 36)) {
+          print(lines[index])
+        }
+        lastPlain = lines
+      }
+      if finished || elapsed >= duration { break }
+    }
+    for follower in followers { follower.stop() }
+    await channel.shutdown()
+    await sim.shutdown()
+
+    let rows = followers.map { $0.row }
+    let completed = rows.filter { $0.status == .complete }.count
+    let canceled = rows.filter { $0.status == .canceled }.count
+    let updates = rows.reduce(0) { $0 + $1.updates }
+    let errors = rows.reduce(0) { $0 + $1.errors }
+    print(
+      "summary: \(rows.count) trips followed, \(completed) completed, \(canceled) canceled, "
+        + "\(rows.count - completed - canceled) unfinished, \(updates) updates received, \(errors) errors")
+    if completed + canceled < rows.count { throw ExitCode(1) }
+  }
+
+  func terminalRows() -> Int {
+    var size = winsize()
+    if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 { return Int(size.ws_row) }
+    return 24
+  }
+}
+
+func unixNow() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_REALTIME, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Follows one trip over the streaming GetTrip and keeps its row up to date.
+/// Callbacks run on the channel's event loop; the row is read by the render loop.
+final class DemoFollower: GRPCCallHandler {
+  private struct State {
+    var trip = Trip()
+    var row: TripRow
+    var legStart: (status: TripStatus, index: Int, meters: Int)?
+    var handle: GRPCCallHandle?
+    var stopped = false
+  }
+
+  let name: String
+  let channel: GRPCChannel
+  private let state: Mutex<State>
+
+  init(name: String, channel: GRPCChannel) {
+    self.name = name
+    self.channel = channel
+    self.state = Mutex(State(row: TripRow(name: String(name.split(separator: "/").last ?? ""))))
+  }
+
+  var row: TripRow { state.withLock { $0.row } }
+
+  func follow() {
+    var request = StreamTripRequest()
+    request.name = name
+    request.view = .journeySharingV1S
+    let handle = channel.startCall(
+      path: "/journeysharing.v1.TripStreamService/GetTrip", request: request.serializedBytes(),
+      kind: .serverStreaming, handler: self)
+    state.withLock { $0.handle = handle }
+  }
+
+  func stop() {
+    let handle = state.withLock { state -> GRPCCallHandle? in
+      state.stopped = true
+      return state.handle
+    }
+    handle?.cancel()
+  }
+
+  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    guard let update = try? TripUpdate(serializedBuffer: message) else {
+      state.withLock { $0.row.errors += 1 }
+      return
+    }
+    state.withLock { state in
+      state.trip.apply(update)
+      state.row.updates += 1
+      Self.refresh(&state)
+    }
+  }
+
+  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
+    let retry = state.withLock { state -> Bool in
+      if status.code != .ok {
+        state.row.errors += 1
+        state.row.lastError = "\(status.code.name): \(status.message)"
+      }
+      return !state.stopped && !state.row.isFinal
+    }
+    guard retry else { return }
+    // Follow again after a pause, as a consumer would after a recoverable error.
+    Task {
+      try? await Task.sleep(for: .seconds(1))
+      self.follow()
+    }
+  }
+
+  private static func refresh(_ state: inout State) {
+    let trip = state.trip
+    let now = unixNow()
+    state.row.status = trip.tripStatus
+    state.row.position = trip.lastLocation?.location
+    state.row.remainingMeters = trip.remainingDistanceMeters.map { Int($0.value) }
+    // A waypoint's `eta` is when the vehicle gets there (its `duration` covers only the leg
+    // from the previous waypoint), so ETAs are read from `eta`.
+    state.row.pickupETA = nil
+    state.row.dropoffETA = nil
+    for waypoint in trip.remainingWaypoints {
+      let seconds = waypoint.eta.map { $0.unixTime - now }
+      switch waypoint.waypointType {
+      case .pickupWaypointType: state.row.pickupETA = state.row.pickupETA ?? seconds
+      case .dropOffWaypointType: state.row.dropoffETA = seconds
+      default: break
+      }
+    }
+    // Progress counts legs: to pickup, to each intermediate destination, to dropoff; within
+    // a leg, the share of its distance already driven.
+    let intermediates = trip.intermediateDestinations.count
+    let legs = Double(2 + intermediates)
+    let index = Int(trip.intermediateDestinationIndex)
+    let legsDone: Int
+    var driving = false
+    switch trip.tripStatus {
+    case .new, .unknownTripStatus, .unrecognized: legsDone = 0
+    case .enrouteToPickup: legsDone = 0; driving = true
+    case .arrivedAtPickup: legsDone = 1
+    case .enrouteToIntermediateDestination: legsDone = 1 + index; driving = true
+    case .arrivedAtIntermediateDestination: legsDone = 2 + index
+    case .enrouteToDropoff: legsDone = 1 + intermediates; driving = true
+    case .complete: legsDone = 2 + intermediates
+    case .canceled: return  // Progress stays where it was.
+    }
+    var fraction = 0.0
+    if driving, let meters = state.row.remainingMeters {
+      let leg = (trip.tripStatus, index)
+      if state.legStart == nil || state.legStart!.status != leg.0 || state.legStart!.index != leg.1 {
+        state.legStart = (leg.0, leg.1, meters)
+      } else if meters > state.legStart!.meters {
+        state.legStart!.meters = meters  // The leg got longer (a new route): measure from there.
+      }
+      fraction = 1 - Double(meters) / Double(max(1, state.legStart!.meters))
+    }
+    state.row.progress = min(1, (Double(legsDone) + max(0, min(1, fraction))) / legs)
+  }
+}
