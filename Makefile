@@ -9,7 +9,7 @@ BUILD_DIR    := .build/debug
 FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 20
 
-.PHONY: all demo test build deps venv swift-test python-test fuzz fuzz-ci format clean
+.PHONY: all demo demo-ci test build deps venv swift-test python-test fuzz fuzz-ci format clean
 
 all: build
 
@@ -36,7 +36,11 @@ demo: build
 ## test: install what is missing, build, and run every test
 test: deps venv
 	$(SWIFT) build
-	$(MAKE) swift-test python-test fuzz-ci
+	$(MAKE) swift-test python-test demo-ci fuzz-ci
+
+## demo-ci: the demo, short and non-interactive; exits 0 only when every trip finished
+demo-ci:
+	$(BUILD_DIR)/tripwatch demo --trips 8 --speedup 120 --update-interval 0.25 --duration 60 --plain
 
 swift-test:
 	$(SWIFT) test
@@ -45,7 +49,8 @@ python-test:
 	PROTOWIRE_CONFORMANCE=$(BUILD_DIR)/protowire-conformance \
 	GRPC_INTEROP_CLIENT=$(BUILD_DIR)/grpc-interop-client \
 	TRIPWATCH=$(BUILD_DIR)/tripwatch \
-	  $(VENV_PY) -m pytest -q -s Tests/Differential Tests/Interop Tests/Conformance
+	FLEETSIM=$(BUILD_DIR)/fleetsim \
+	  $(VENV_PY) -m pytest -q -s Tests/Differential Tests/Interop Tests/Conformance Tests/FleetSim
 
 ## fuzz: run the libFuzzer targets for FUZZ_SECONDS each
 fuzz: deps

@@ -106,6 +106,37 @@ let targets: [Target] = [
     swiftSettings: defaultSwiftSettings
   ),
 
+  // MARK: - The consumer API
+
+  .target(
+    name: "UpdatePipeline",
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "UpdatePipelineTests",
+    dependencies: ["UpdatePipeline"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  .target(
+    name: "JourneySharing",
+    dependencies: [
+      "FleetEngineMessages",
+      "GRPCProtocol",
+      "HTTP2Transport",
+      "JSONWebToken",
+      "ProtoWire",
+      "UpdatePipeline",
+      .product(name: "Logging", package: "swift-log"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "JourneySharingTests",
+    dependencies: ["JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Transport", "JSONWebToken"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
   // MARK: - Auth and the simulator
 
   .target(
@@ -176,6 +207,7 @@ let targets: [Target] = [
       "CLinuxSystem",
       "FleetEngineMessages",
       "FleetSim",
+      "JourneySharing",
       "GRPCProtocol",
       "HTTP2Transport",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),

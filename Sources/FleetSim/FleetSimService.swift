@@ -199,9 +199,15 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
     if Self.isCurrent(request.currentRouteSegmentTrafficVersion, trip.currentRouteSegmentTrafficVersion) {
       trip.currentRouteSegmentTraffic = nil
     }
-    if Self.isCurrent(request.remainingWaypointsVersion, trip.remainingWaypointsVersion) {
+    // The waypoints' paths (and their distances and durations) are part of remaining_waypoints but have
+    // their own version, which moves without remaining_waypoints_version (at an arrival, the first
+    // waypoint loses its path): the list is unchanged for the caller only if its paths are too.
+    let pathsCurrent = Self.isCurrent(request.remainingWaypointsRouteVersion, trip.remainingWaypointsRouteVersion)
+    if Self.isCurrent(request.remainingWaypointsVersion, trip.remainingWaypointsVersion),
+      pathsCurrent || Self.isCurrent(request.remainingWaypointsVersion, trip.remainingWaypointsRouteVersion)
+    {
       trip.remainingWaypoints = []
-    } else if Self.isCurrent(request.remainingWaypointsRouteVersion, trip.remainingWaypointsRouteVersion) {
+    } else if pathsCurrent {
       for index in trip.remainingWaypoints.indices {
         trip.remainingWaypoints[index].pathToWaypoint = []
         trip.remainingWaypoints[index].encodedPathToWaypoint = ""

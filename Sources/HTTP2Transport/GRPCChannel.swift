@@ -25,7 +25,7 @@ public final class GRPCChannel: Sendable {
   /// The configuration the channel was made with.
   public let configuration: GRPCChannelConfiguration
 
-  let loop: EventLoop
+  package let loop: EventLoop
   let core: LoopBound<ChannelCore>
   private let nextCallID = Atomic<UInt64>(1)
   private let closed = Atomic<Bool>(false)

@@ -6,7 +6,8 @@ import FleetEngineMessages
 import FleetSim
 import GRPCProtocol
 import HTTP2Transport
-import ProtoWire
+import JourneySharing
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
@@ -59,9 +60,14 @@ struct Demo: AsyncParsableCommand {
       configuration: FleetSimConfiguration(
         simulation: simulation, updateInterval: .nanoseconds(Int64(updateInterval * 1e9))))
     let port = try sim.start()
-    let channel = try GRPCChannel(host: "127.0.0.1", port: port, configuration: .init(security: .plaintext))
+    // Following goes through the public consumer API only, as an application would.
+    var configuration = JourneySharingConfiguration(
+      host: "127.0.0.1", port: port, security: .plaintext, providerID: sim.simulator.configuration.provider,
+      fetchMode: .stream)
+    configuration.logger.logLevel = .warning
+    let services = try JourneySharingServices(configuration: configuration)
     let followers = (0..<trips).map { index in
-      DemoFollower(name: sim.simulator.tripName(index: index), channel: channel)
+      DemoFollower(model: services.tripService.tripModel(forTripName: sim.simulator.tripName(index: index)))
     }
     for follower in followers { follower.follow() }
 
@@ -92,7 +98,7 @@ struct Demo: AsyncParsableCommand {
       if finished || elapsed >= duration { break }
     }
     for follower in followers { follower.stop() }
-    await channel.shutdown()
+    await services.shutdown()
     await sim.shutdown()
 
     let rows = followers.map { $0.row }
@@ -119,72 +125,42 @@ func unixNow() -> Double {
   return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-/// Follows one trip over the streaming GetTrip and keeps its row up to date.
-/// Callbacks run on the channel's event loop; the row is read by the render loop.
-final class DemoFollower: GRPCCallHandler {
+/// Follows one trip through its ``TripModel`` and keeps its row up to date. Callbacks run
+/// on the library's delivery threads; the row is read by the render loop.
+final class DemoFollower: TripModelSubscriber {
   private struct State {
     var trip = Trip()
     var row: TripRow
     var legStart: (status: TripStatus, index: Int, meters: Int)?
-    var handle: GRPCCallHandle?
-    var stopped = false
   }
 
-  let name: String
-  let channel: GRPCChannel
+  let model: TripModel
   private let state: Mutex<State>
 
-  init(name: String, channel: GRPCChannel) {
-    self.name = name
-    self.channel = channel
-    self.state = Mutex(State(row: TripRow(name: String(name.split(separator: "/").last ?? ""))))
+  init(model: TripModel) {
+    self.model = model
+    self.state = Mutex(State(row: TripRow(name: String(model.tripName.split(separator: "/").last ?? ""))))
   }
 
   var row: TripRow { state.withLock { $0.row } }
 
-  func follow() {
-    var request = StreamTripRequest()
-    request.name = name
-    request.view = .journeySharingV1S
-    let handle = channel.startCall(
-      path: "/journeysharing.v1.TripStreamService/GetTrip", request: request.serializedBytes(),
-      kind: .serverStreaming, handler: self)
-    state.withLock { $0.handle = handle }
-  }
+  func follow() { model.register(self) }
 
-  func stop() {
-    let handle = state.withLock { state -> GRPCCallHandle? in
-      state.stopped = true
-      return state.handle
-    }
-    handle?.cancel()
-  }
+  func stop() { model.unregisterSubscriber(self) }
 
-  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
-    guard let update = try? TripUpdate(serializedBuffer: message) else {
-      state.withLock { $0.row.errors += 1 }
-      return
-    }
+  func tripModel(_ tripModel: TripModel, didUpdate trip: Trip?, updatedPropertyFields: TripPropertyFields) {
+    guard let trip else { return }
     state.withLock { state in
-      state.trip.apply(update)
+      state.trip = trip
       state.row.updates += 1
       Self.refresh(&state)
     }
   }
 
-  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
-    let retry = state.withLock { state -> Bool in
-      if status.code != .ok {
-        state.row.errors += 1
-        state.row.lastError = "\(status.code.name): \(status.message)"
-      }
-      return !state.stopped && !state.row.isFinal
-    }
-    guard retry else { return }
-    // Follow again after a pause, as a consumer would after a recoverable error.
-    Task {
-      try? await Task.sleep(for: .seconds(1))
-      self.follow()
+  func tripModel(_ tripModel: TripModel, didFailUpdateTripWithError error: (any Error)?) {
+    state.withLock { state in
+      state.row.errors += 1
+      state.row.lastError = error.map { "\($0)" }
     }
   }
 

@@ -12,7 +12,7 @@ struct Tripwatch: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "tripwatch",
     abstract: "Follow ride-sharing trips over gRPC, or make raw gRPC calls.",
-    subcommands: [Demo.self, RawCall.self]
+    subcommands: [Demo.self, Follow.self, RawCall.self]
   )
 
   /// Usage errors exit 2 (like grpcurl and most Unix tools), not ArgumentParser's 64.

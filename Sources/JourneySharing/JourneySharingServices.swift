@@ -1,0 +1,89 @@
+// Sources/JourneySharing/JourneySharingServices.swift - the entry point and the trip service
+
+public import GRPCProtocol
+import HTTP2Transport
+import Logging
+import Synchronization
+import UpdatePipeline
+
+/// The library's entry point: the counterpart of the SDK's `GMTCServices`, made for
+/// a server process rather than a shared singleton.
+///
+/// ```swift
+/// let services = try JourneySharingServices(configuration: JourneySharingConfiguration(
+///   host: "fleetengine.googleapis.com", port: 443, providerID: "my-project",
+///   authorization: MyTokenProvider()))
+/// let tripModel = services.tripService.tripModel(forTripName: "providers/my-project/trips/trip-7")
+/// tripModel.register(self)
+/// // … later
+/// tripModel.unregisterSubscriber(self)
+/// await services.shutdown()
+/// ```
+public final class JourneySharingServices: Sendable {
+  /// Trip models by name.
+  public let tripService: TripService
+  let core: ServicesCore
+
+  /// Creates the services; no connection is made until a trip is followed.
+  ///
+  /// - Throws: ``GRPCError`` (`INVALID_ARGUMENT`) when the TLS settings cannot be loaded.
+  public init(configuration: JourneySharingConfiguration) throws(GRPCError) {
+    core = try ServicesCore(configuration: configuration)
+    tripService = TripService(core: core)
+  }
+
+  /// Stops following every trip and closes the connections.
+  public func shutdown() async {
+    for model in tripService.allTripModels { model.follower.stopAll() }
+    await core.channel.shutdown()
+    core.executor.shutdown()
+  }
+}
+
+/// What every trip model shares: configuration, channel, delivery threads.
+final class ServicesCore: Sendable {
+  let configuration: JourneySharingConfiguration
+  let channel: GRPCChannel
+  let executor: DeliveryExecutor
+  var logger: Logger { configuration.logger }
+
+  init(configuration: JourneySharingConfiguration) throws(GRPCError) {
+    self.configuration = configuration
+    var channelConfiguration = configuration.channel
+    channelConfiguration.security = configuration.security
+    channel = try GRPCChannel(
+      host: configuration.host, port: configuration.port, configuration: channelConfiguration,
+      logger: configuration.logger)
+    executor = DeliveryExecutor(threads: max(1, configuration.deliveryThreads), name: "journeysharing-delivery")
+  }
+}
+
+/// Hands out trip models: the counterpart of the SDK's `GMTCTripService`.
+public final class TripService: Sendable {
+  let core: ServicesCore
+  private let models = Mutex<[String: TripModel]>([:])
+
+  init(core: ServicesCore) { self.core = core }
+
+  /// The model of `tripName`, `providers/{provider_id}/trips/{trip_id}`; the same name
+  /// always gives the same model. An invalid name still gives a model, whose
+  /// subscribers get INVALID_ARGUMENT at once (nothing is sent).
+  public func tripModel(forTripName tripName: String) -> TripModel {
+    models.withLock { models in
+      if let model = models[tripName] { return model }
+      let model = TripModel(tripName: tripName, services: core)
+      models[tripName] = model
+      return model
+    }
+  }
+
+  /// Whether a model for `tripName` exists.
+  public func hasTripModel(forTripName tripName: String) -> Bool {
+    models.withLock { $0[tripName] != nil }
+  }
+
+  /// Every model handed out.
+  public var allTripModels: [TripModel] {
+    models.withLock { Array($0.values) }
+  }
+}

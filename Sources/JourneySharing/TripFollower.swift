@@ -1,0 +1,462 @@
+// Sources/JourneySharing/TripFollower.swift - fetching one trip, on the channel's event loop
+//
+// Single writer: every field below `// Loop state` is touched only on the
+// channel's event loop thread, which also runs the gRPC call callbacks. It
+// merges updates into the trip, derives the snapshot, diffs it against the
+// previous one and offers the result to each subscriber's mailbox; delivery
+// threads do the rest. Calls from other threads hop onto the loop.
+
+import FleetEngineMessages
+import GRPCProtocol
+import HTTP2Transport
+import Logging
+import ProtoWire
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// gRPC method paths the library calls.
+public enum TripServiceMethods {
+  /// Fleet Engine's unary GetTrip.
+  public static let unaryGetTrip = "/maps.fleetengine.v1.TripService/GetTrip"
+  /// The project's server-streaming GetTrip.
+  public static let streamingGetTrip = "/journeysharing.v1.TripStreamService/GetTrip"
+}
+
+func currentUnixTime() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_REALTIME, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// `@unchecked Sendable`: its mutable state is confined to the channel's event loop
+/// (every entry point from another thread hops there with `loop.execute`).
+final class TripFollower: @unchecked Sendable {
+  private enum Fetch {
+    case stream
+    case poll
+  }
+
+  weak var model: TripModel?
+  let tripName: String
+  let parsedName: TripName?
+  let services: ServicesCore
+  private var loop: EventLoop { services.channel.loop }
+  private var configuration: JourneySharingConfiguration { services.configuration }
+
+  // Loop state
+  private var targets: [ObjectIdentifier: any Deliverable] = [:]
+  private var following = false
+  private var generation = 0
+  private var fetch: Fetch = .stream
+  private var call: GRPCCallHandle?
+  private var fetchInFlight = false
+  private var timer: EventLoop.TimerID?
+  private var trip = Trip()
+  private var snapshot: TripSnapshot?
+  private var lastError: GRPCError?
+  private var modelState: TripModelState = .inactive
+  private var finished = false
+  private var failures = 0
+  private var token: CachedToken?
+  private var random = SystemRandomNumberGenerator()
+
+  init(tripName: String, parsedName: TripName?, services: ServicesCore) {
+    self.tripName = tripName
+    self.parsedName = parsedName
+    self.services = services
+  }
+
+  // MARK: - Entry points (any thread)
+
+  func add(_ target: any Deliverable) {
+    loop.execute { self.addOnLoop(target) }
+  }
+
+  func remove(_ target: any Deliverable) {
+    loop.execute { self.removeOnLoop(target) }
+  }
+
+  func refresh() {
+    loop.execute { self.refreshOnLoop() }
+  }
+
+  func stopAll() {
+    loop.execute {
+      self.targets.removeAll()
+      self.stopFollowing()
+    }
+  }
+
+  func currentSnapshot() async -> TripSnapshot? {
+    await withCheckedContinuation { continuation in
+      loop.execute { continuation.resume(returning: self.snapshot) }
+    }
+  }
+
+  func currentModelState() async -> TripModelState {
+    await withCheckedContinuation { continuation in
+      loop.execute { continuation.resume(returning: self.modelState) }
+    }
+  }
+
+  // MARK: - Subscribers
+
+  private func addOnLoop(_ target: any Deliverable) {
+    targets[ObjectIdentifier(target)] = target
+    if !following && !finished {
+      startFollowing()
+    }
+    // A newcomer gets the current state: model state, and the trip if one arrived.
+    var changes = TripModelEvent.stateBit
+    if let snapshot { changes |= snapshot.presentProperties.rawValue }
+    target.offer(currentEvent(), changes: changes)
+  }
+
+  private func removeOnLoop(_ target: any Deliverable) {
+    targets[ObjectIdentifier(target)] = nil
+    if targets.isEmpty { stopFollowing() }
+  }
+
+  private func currentEvent() -> TripModelEvent {
+    TripModelEvent(snapshot: snapshot, error: lastError, modelState: modelState)
+  }
+
+  private func publish(_ changes: UInt64) {
+    guard changes != 0 else { return }
+    let event = currentEvent()
+    for target in targets.values { target.offer(event, changes: changes) }
+  }
+
+  // MARK: - Following
+
+  private func startFollowing() {
+    following = true
+    generation += 1
+    modelState = .active
+    failures = 0
+    configuration.logger.debug("following", metadata: ["trip": "\(tripName)"])
+    guard parsedName != nil else {
+      // Checked locally: nothing is sent for a name the server would refuse.
+      lastError = GRPCError(
+        code: .invalidArgument,
+        message: "invalid trip name \(tripName.debugDescription): must be providers/{provider_id}/trips/{trip_id}")
+      publish(TripModelEvent.errorBit)
+      return
+    }
+    fetch = configuration.fetchMode == .poll ? .poll : .stream
+    attempt()
+  }
+
+  private func stopFollowing() {
+    guard following else { return }
+    following = false
+    generation += 1
+    call?.cancel()
+    call = nil
+    fetchInFlight = false
+    if let timer { loop.cancelTimer(timer) }
+    timer = nil
+    modelState = .inactive
+    configuration.logger.debug("stopped following", metadata: ["trip": "\(tripName)"])
+  }
+
+  /// Starts the next fetch (stream or poll) once a token is at hand.
+  private func attempt() {
+    guard following, !finished else { return }
+    timer = nil
+    let generation = generation
+    withToken(generation: generation) { token in
+      switch self.fetch {
+      case .stream: self.startStream(token: token, generation: generation)
+      case .poll: self.poll(token: token, generation: generation, scheduleNext: true)
+      }
+    }
+  }
+
+  private func schedule(after delay: Duration, _ body: @escaping () -> Void) {
+    if let timer { loop.cancelTimer(timer) }
+    timer = loop.scheduleTimer(after: delay) { [weak self] in
+      self?.timer = nil
+      body()
+    }
+  }
+
+  // MARK: - Tokens
+
+  private func withToken(generation: Int, _ body: @escaping (String?) -> Void) {
+    guard let provider = configuration.authorization, let parsedName else {
+      body(nil)
+      return
+    }
+    if let token, token.isUsable(at: currentUnixTime()) {
+      body(token.value)
+      return
+    }
+    let context = AuthorizationContext(tripID: parsedName.tripID, tripName: tripName)
+    let margin = configuration.tokenRefreshMargin
+    // The continuation runs back on the loop, where `body` belongs.
+    let continuation = LoopBound(unchecked: body, loop: loop)
+    Task {
+      let outcome: Result<String, any Error>
+      do {
+        outcome = .success(try await provider.fetchToken(with: context))
+      } catch {
+        outcome = .failure(error)
+      }
+      self.loop.execute {
+        guard generation == self.generation, self.following else { return }
+        switch outcome {
+        case .success(let value):
+          self.token = CachedToken(value: value, refreshMargin: margin)
+          continuation.value(value)
+        case .failure(let error):
+          self.failed(GRPCError(code: .unauthenticated, message: "fetching an authorization token failed: \(error)"))
+        }
+      }
+    }
+  }
+
+  private func callOptions(token: String?, timeout: Duration?) -> CallOptions {
+    var options = CallOptions()
+    options.timeout = timeout
+    if let token { options.metadata.add("authorization", "Bearer " + token) }
+    return options
+  }
+
+  // MARK: - Streaming
+
+  private func startStream(token: String?, generation: Int) {
+    var request = StreamTripRequest()
+    request.header = configuration.requestHeader
+    request.name = tripName
+    request.view = configuration.view
+    request.routeFormatType = configuration.routeFormat
+    let sink = StreamSink(follower: self, generation: generation)
+    call = services.channel.startCall(
+      path: TripServiceMethods.streamingGetTrip, request: request.serializedBytes(), kind: .serverStreaming,
+      options: callOptions(token: token, timeout: nil), handler: sink)
+  }
+
+  fileprivate func streamMessage(_ bytes: UnsafeRawBufferPointer, generation: Int) {
+    guard generation == self.generation, following else { return }
+    let update: TripUpdate
+    do {
+      update = try TripUpdate(serializedBuffer: bytes)
+    } catch {
+      call?.cancel()
+      call = nil
+      failed(GRPCError(code: .internalError, message: "malformed TripUpdate from the server: \(error)"))
+      return
+    }
+    trip.apply(update)
+    failures = 0
+    emit()
+  }
+
+  fileprivate func streamFinished(_ status: GRPCStatus, trailers: GRPCMetadata, generation: Int) {
+    guard generation == self.generation, following else { return }
+    call = nil
+    if finished { return }
+    if status.code == .ok {
+      // The server ended the stream before the trip ended (GOAWAY, restart): follow again.
+      schedule(after: .zero) { self.attempt() }
+      return
+    }
+    failed(GRPCError(status: status, trailers: trailers))
+  }
+
+  // MARK: - Polling
+
+  /// One unary GetTrip with the versions of what is held; never two in flight.
+  private func poll(token: String?, generation: Int, scheduleNext: Bool) {
+    guard !fetchInFlight else { return }
+    fetchInFlight = true
+    var request = GetTripRequest()
+    request.header = configuration.requestHeader
+    request.name = tripName
+    request.view = configuration.view
+    request.routeFormatType = configuration.routeFormat
+    if !trip.route.isEmpty || !trip.currentRouteSegment.isEmpty {
+      request.currentRouteSegmentVersion = trip.currentRouteSegmentVersion
+    }
+    if trip.currentRouteSegmentTraffic != nil {
+      request.currentRouteSegmentTrafficVersion = trip.currentRouteSegmentTrafficVersion
+    }
+    if !trip.remainingWaypoints.isEmpty {
+      request.remainingWaypointsVersion = trip.remainingWaypointsVersion
+      request.remainingWaypointsRouteVersion = trip.remainingWaypointsRouteVersion
+    }
+    let sink = PollSink(follower: self, generation: generation, request: request, scheduleNext: scheduleNext)
+    _ = services.channel.startCall(
+      path: TripServiceMethods.unaryGetTrip, request: request.serializedBytes(), kind: .unary,
+      options: callOptions(token: token, timeout: configuration.callTimeout), handler: sink)
+  }
+
+  fileprivate func pollFinished(
+    _ status: GRPCStatus, trailers: GRPCMetadata, message: [UInt8]?, request: GetTripRequest, scheduleNext: Bool,
+    generation: Int
+  ) {
+    guard generation == self.generation, following else { return }
+    fetchInFlight = false
+    if finished { return }
+    guard status.code == .ok else {
+      failed(GRPCError(status: status, trailers: trailers))
+      return
+    }
+    let response: Trip
+    do {
+      response = try Trip(serializedBytes: message ?? [])
+    } catch {
+      failed(GRPCError(code: .internalError, message: "malformed Trip from the server: \(error)"))
+      return
+    }
+    trip = Self.merge(response: response, into: trip, request: request)
+    failures = 0
+    emit()
+    if scheduleNext && fetch == .poll && !finished {
+      schedule(after: configuration.pollInterval) { self.attempt() }
+    }
+  }
+
+  /// The polled trip, with the parts the server left out because the request's version
+  /// said they were unchanged taken from what is held.
+  static func merge(response: Trip, into held: Trip, request: GetTripRequest) -> Trip {
+    var merged = response
+    func unchanged(_ requested: Timestamp?, _ answered: Timestamp?) -> Bool {
+      guard let requested else { return false }
+      return answered == nil || answered == requested
+    }
+    if response.route.isEmpty && response.currentRouteSegment.isEmpty
+      && unchanged(request.currentRouteSegmentVersion, response.currentRouteSegmentVersion)
+    {
+      merged.route = held.route
+      merged.currentRouteSegment = held.currentRouteSegment
+      merged.currentRouteSegmentVersion = held.currentRouteSegmentVersion
+    }
+    if response.currentRouteSegmentTraffic == nil
+      && unchanged(request.currentRouteSegmentTrafficVersion, response.currentRouteSegmentTrafficVersion)
+    {
+      merged.currentRouteSegmentTraffic = held.currentRouteSegmentTraffic
+      merged.currentRouteSegmentTrafficVersion = held.currentRouteSegmentTrafficVersion
+    }
+    if response.remainingWaypoints.isEmpty
+      && unchanged(request.remainingWaypointsVersion, response.remainingWaypointsVersion)
+    {
+      merged.remainingWaypoints = held.remainingWaypoints
+      merged.remainingWaypointsVersion = held.remainingWaypointsVersion
+    } else if unchanged(request.remainingWaypointsRouteVersion, response.remainingWaypointsRouteVersion),
+      merged.remainingWaypoints.count == held.remainingWaypoints.count
+    {
+      for index in merged.remainingWaypoints.indices {
+        var waypoint = merged.remainingWaypoints[index]
+        let old = held.remainingWaypoints[index]
+        if waypoint.pathToWaypoint.isEmpty && waypoint.encodedPathToWaypoint.isEmpty {
+          waypoint.pathToWaypoint = old.pathToWaypoint
+          waypoint.encodedPathToWaypoint = old.encodedPathToWaypoint
+        }
+        if waypoint.trafficToWaypoint == nil { waypoint.trafficToWaypoint = old.trafficToWaypoint }
+        merged.remainingWaypoints[index] = waypoint
+      }
+    }
+    return merged
+  }
+
+  private func refreshOnLoop() {
+    guard following, !finished, parsedName != nil, !fetchInFlight else { return }
+    let generation = generation
+    let scheduleNext = fetch == .poll
+    if scheduleNext, let timer {
+      loop.cancelTimer(timer)
+      self.timer = nil
+    }
+    withToken(generation: generation) { token in
+      self.poll(token: token, generation: generation, scheduleNext: scheduleNext)
+    }
+  }
+
+  // MARK: - Results
+
+  /// Derives the snapshot, diffs it and offers it to every subscriber.
+  private func emit() {
+    guard let parsedName else { return }
+    let new = TripSnapshot(trip: trip, tripID: parsedName.tripID)
+    let changes = new.changedProperties(from: snapshot)
+    snapshot = new
+    guard !changes.isEmpty else { return }
+    publish(changes.rawValue)
+    if new.isFinal && !finished {
+      // The final state has been handed over: following ends here.
+      finished = true
+      stopFollowing()
+      publish(TripModelEvent.stateBit)
+    }
+  }
+
+  /// Reports `error` and tries again after the backoff delay.
+  private func failed(_ error: GRPCError) {
+    if error.code == .unimplemented && fetch == .stream && configuration.fetchMode == .auto {
+      configuration.logger.info(
+        "the server has no streaming GetTrip; polling instead", metadata: ["trip": "\(tripName)"])
+      fetch = .poll
+      attempt()
+      return
+    }
+    if error.code == .unauthenticated { token = nil }
+    lastError = error
+    publish(TripModelEvent.errorBit)
+    failures += 1
+    let delay = configuration.retryBackoff.delay(retry: failures, using: &random)
+    configuration.logger.debug(
+      "fetching failed",
+      metadata: ["trip": "\(tripName)", "code": "\(error.code.name)", "retry_in": "\(delay)"])
+    schedule(after: delay) { self.attempt() }
+  }
+}
+
+/// Receives one stream's callbacks on the event loop and forwards them with its generation.
+private final class StreamSink: GRPCCallHandler {
+  let follower: TripFollower
+  let generation: Int
+
+  init(follower: TripFollower, generation: Int) {
+    self.follower = follower
+    self.generation = generation
+  }
+
+  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    follower.streamMessage(message, generation: generation)
+  }
+
+  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
+    follower.streamFinished(status, trailers: trailers, generation: generation)
+  }
+}
+
+/// Receives one poll's callbacks. `@unchecked Sendable`: `message` is only touched on the
+/// event loop, which runs every callback of the call.
+private final class PollSink: GRPCCallHandler, @unchecked Sendable {
+  let follower: TripFollower
+  let generation: Int
+  let request: GetTripRequest
+  let scheduleNext: Bool
+  private var message: [UInt8]?
+
+  init(follower: TripFollower, generation: Int, request: GetTripRequest, scheduleNext: Bool) {
+    self.follower = follower
+    self.generation = generation
+    self.request = request
+    self.scheduleNext = scheduleNext
+  }
+
+  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    self.message = [UInt8](message)
+  }
+
+  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
+    follower.pollFinished(
+      status, trailers: trailers, message: message, request: request, scheduleNext: scheduleNext,
+      generation: generation)
+  }
+}

@@ -1,0 +1,235 @@
+// Sources/JourneySharing/TripModel.swift - one followed trip and its subscribers
+
+public import FleetEngineMessages
+public import GRPCProtocol
+import Synchronization
+import UpdatePipeline
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One trip to follow: the counterpart of the SDK's `GMTCTripModel`.
+///
+/// Get it from ``TripService/tripModel(forTripName:)`` (the same name always
+/// gives the same model). Following starts when the first subscriber registers
+/// (or the first ``updates()`` sequence is iterated) and stops when the last one
+/// leaves, or once the trip reaches its final state (COMPLETE or CANCELED), which
+/// every subscriber receives exactly once.
+///
+/// Errors reach subscribers through `tripModel(_:didFailUpdateTripWithError:)`
+/// as ``GRPCError`` (NSError domain `io.grpc`). ABORTED, CANCELLED,
+/// DEADLINE_EXCEEDED and UNAVAILABLE are recovered from by reconnecting with
+/// backoff; INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, RESOURCE_EXHAUSTED and
+/// UNAUTHENTICATED are reported and retried with backoff until following stops.
+/// A trip name that is not `providers/{provider_id}/trips/{trip_id}` fails at once
+/// with INVALID_ARGUMENT and nothing is sent.
+///
+/// Memory per followed trip: the merged `Trip` and one derived ``TripSnapshot``
+/// (a few KiB for a trip with a 200-point route), one small mailbox per subscriber
+/// holding a pointer to the latest event (never a queue), and the stream's state
+/// in the channel (tens of bytes plus nghttp2's per-stream state).
+public final class TripModel: Sendable {
+  /// The trip's resource name.
+  public let tripName: String
+  /// The parsed name, or nil when the name is invalid (then every fetch fails INVALID_ARGUMENT).
+  public let parsedName: TripName?
+  let follower: TripFollower
+  private let registry = Mutex<[ObjectIdentifier: SubscriberJob]>([:])
+  private let streams = Mutex<[ObjectIdentifier: StreamSubscription]>([:])
+
+  init(tripName: String, services: ServicesCore) {
+    self.tripName = tripName
+    self.parsedName = TripName(parsing: tripName)
+    self.follower = TripFollower(tripName: tripName, parsedName: parsedName, services: services)
+    follower.model = self
+  }
+
+  // MARK: - Subscribers
+
+  /// Registers `subscriber` (once; registering again does nothing) and starts following
+  /// if it is the first. A subscriber that joins later gets the current state first.
+  public func register(_ subscriber: any TripModelSubscriber) {
+    let key = ObjectIdentifier(subscriber)
+    let job = registry.withLock { jobs -> SubscriberJob? in
+      guard jobs[key] == nil else { return nil }
+      let job = SubscriberJob(model: self, subscriber: subscriber, executor: follower.services.executor)
+      jobs[key] = job
+      return job
+    }
+    guard let job else { return }
+    follower.add(job)
+  }
+
+  /// Unregisters `subscriber`. When this returns, no callback to it is running or will
+  /// run (unless called from inside one of its callbacks, which then finishes). Following
+  /// stops with the last subscriber, cancelling the stream on the wire.
+  public func unregisterSubscriber(_ subscriber: any TripModelSubscriber) {
+    let job = registry.withLock { $0.removeValue(forKey: ObjectIdentifier(subscriber)) }
+    guard let job else { return }
+    job.close()
+    follower.remove(job)
+  }
+
+  /// How many subscribers and update sequences are registered.
+  public var subscriberCount: Int {
+    registry.withLock { $0.count } + streams.withLock { $0.count }
+  }
+
+  // MARK: - Swift-native updates
+
+  /// The model's updates as an `AsyncSequence`: each element carries the latest
+  /// snapshot and what changed since the previous element (a slow consumer gets the
+  /// changes merged). Iterating starts following; the sequence ends when the trip
+  /// reaches its final state (after delivering it), or when the task is cancelled
+  /// or the sequence dropped, which stops following if nothing else subscribes.
+  public func updates() -> TripModelUpdates {
+    let subscription = StreamSubscription(model: self)
+    streams.withLock { $0[ObjectIdentifier(subscription)] = subscription }
+    subscription.stream.onTermination = { [weak self, weak subscription] in
+      guard let self, let subscription else { return }
+      self.endStream(subscription)
+    }
+    follower.add(subscription)
+    return TripModelUpdates(stream: subscription.stream)
+  }
+
+  func endStream(_ subscription: StreamSubscription) {
+    guard streams.withLock({ $0.removeValue(forKey: ObjectIdentifier(subscription)) }) != nil else { return }
+    follower.remove(subscription)
+  }
+
+  // MARK: - Fetching
+
+  /// Fetches the trip now (a unary GetTrip), outside the streaming or polling rhythm.
+  /// Does nothing while not following or while a fetch is already in flight.
+  public func refresh() {
+    follower.refresh()
+  }
+
+  /// The latest snapshot, as the network thread has it (nil before the first fetch).
+  public func currentSnapshot() async -> TripSnapshot? {
+    await follower.currentSnapshot()
+  }
+
+  /// Whether following is on.
+  public func modelState() async -> TripModelState {
+    await follower.currentModelState()
+  }
+}
+
+/// A registered ``TripModelSubscriber``: its mailbox and delivery step.
+final class SubscriberJob: DeliveryJob, Deliverable {
+  private static let closedFlag = 1
+  private static let deliveringFlag = 2
+
+  unowned let model: TripModel
+  let subscriber: any TripModelSubscriber
+  let mailbox = LatestValueMailbox<TripModelEvent>()
+  private let executor: DeliveryExecutor
+  private let flags = Atomic<Int>(0)
+  private let deliveringThread = Atomic<UInt64>(0)
+  /// The last event delivered; only touched by the delivering thread (one at a time).
+  private nonisolated(unsafe) var lastEvent: TripModelEvent?
+
+  init(model: TripModel, subscriber: any TripModelSubscriber, executor: DeliveryExecutor) {
+    self.model = model
+    self.subscriber = subscriber
+    self.executor = executor
+  }
+
+  /// Writer side (the event loop): hands `event` over and schedules a delivery if needed.
+  func offer(_ event: TripModelEvent, changes: UInt64) {
+    if mailbox.publish(event, changes: changes) { executor.submit(self) }
+  }
+
+  func runDelivery() {
+    // Enter unless closed. Sequentially consistent with `close()`'s fetch-or, so either this
+    // sees CLOSED or `close()` sees DELIVERING (and waits).
+    var current = flags.load(ordering: .sequentiallyConsistent)
+    while true {
+      if current & Self.closedFlag != 0 { return }
+      let (exchanged, original) = flags.compareExchange(
+        expected: current, desired: current | Self.deliveringFlag, ordering: .sequentiallyConsistent)
+      if exchanged { break }
+      current = original
+    }
+    deliveringThread.store(UInt64(pthread_self()), ordering: .relaxed)
+    repeat {
+      let (value, changes) = mailbox.take()
+      if let value { lastEvent = value }
+      if changes != 0, let event = lastEvent {
+        subscriber.deliver(model, event: event, changes: changes)
+      }
+      if flags.load(ordering: .sequentiallyConsistent) & Self.closedFlag != 0 { break }
+    } while mailbox.finishDelivery()
+    deliveringThread.store(0, ordering: .relaxed)
+    // Leaving: clear DELIVERING; `close()` may be waiting for it.
+    flags.bitwiseAnd(~Self.deliveringFlag, ordering: .sequentiallyConsistent)
+  }
+
+  /// Stops deliveries; waits for one in progress unless called from inside it.
+  func close() {
+    mailbox.close()
+    let before = flags.bitwiseOr(Self.closedFlag, ordering: .sequentiallyConsistent).oldValue
+    guard before & Self.deliveringFlag != 0 else { return }
+    if deliveringThread.load(ordering: .relaxed) == UInt64(pthread_self()) { return }
+    while flags.load(ordering: .sequentiallyConsistent) & Self.deliveringFlag != 0 {
+      sched_yield()
+    }
+  }
+}
+
+/// What the follower hands events to: subscriber jobs and update streams.
+protocol Deliverable: AnyObject, Sendable {
+  func offer(_ event: TripModelEvent, changes: UInt64)
+}
+
+/// An ``TripModel/updates()`` sequence's link to the model.
+final class StreamSubscription: Deliverable {
+  let stream = LatestValueStream<TripModelEvent>()
+  unowned let model: TripModel
+
+  init(model: TripModel) { self.model = model }
+
+  func offer(_ event: TripModelEvent, changes: UInt64) {
+    stream.publish(event, changes: changes)
+    if changes & TripPropertyFields.tripStatus.rawValue != 0, event.snapshot?.isFinal == true {
+      stream.finish()
+    }
+  }
+}
+
+/// One element of ``TripModel/updates()``.
+public struct TripModelUpdate: Sendable {
+  /// The trip as of this update (nil until the first fetch succeeded).
+  public var snapshot: TripSnapshot?
+  /// What changed since the previous element.
+  public var updatedPropertyFields: TripPropertyFields
+  /// The most recent error, when one happened since the previous element.
+  public var error: GRPCError?
+  /// Whether following is on.
+  public var modelState: TripModelState
+}
+
+/// The ``TripModel/updates()`` sequence.
+public struct TripModelUpdates: AsyncSequence, Sendable {
+  public typealias Element = TripModelUpdate
+  let stream: LatestValueStream<TripModelEvent>
+
+  public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator()) }
+
+  /// Iterates the updates.
+  public struct Iterator: AsyncIteratorProtocol {
+    var base: LatestValueStream<TripModelEvent>.AsyncIterator
+
+    public mutating func next() async -> TripModelUpdate? {
+      guard let (event, changes) = await base.next() else { return nil }
+      return TripModelUpdate(
+        snapshot: event.snapshot,
+        updatedPropertyFields: TripPropertyFields(rawValue: changes & TripPropertyFields.all.rawValue),
+        error: changes & TripModelEvent.errorBit != 0 ? event.error : nil,
+        modelState: event.modelState)
+    }
+  }
+}

@@ -1,0 +1,368 @@
+// Sources/UpdatePipeline/DeliveryExecutor.swift - a fixed pool of delivery threads fed by a lock-free ring
+//
+// Submitting is a slot claim in a bounded MPMC ring (BoundedJobQueue) plus, only when some worker is
+// parked, one mutex/condvar signal. Idle workers park on a pthread condition variable; a count of parked
+// workers that submitters read after a sequentially consistent fence (Dekker style, against the worker's
+// fence between announcing itself and re-checking the queue) makes sure no submission is missed.
+// When the ring is full, jobs go to a mutex-protected overflow list (cold path, counted).
+
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+/// Something a ``DeliveryExecutor`` runs; typically one subscriber's "take and call back" step.
+public protocol DeliveryJob: AnyObject, Sendable {
+  /// Does the job's work on a delivery thread.
+  func runDelivery()
+}
+
+/// A fixed pool of delivery threads fed by a lock-free bounded MPMC queue (Vyukov's algorithm: a sequence
+/// number per slot, capacity a power of two).
+///
+/// - `submit(_:)` never blocks and never allocates in steady state: one compare-and-swap to claim a slot,
+///   one store to publish it, one fence and one load to see whether a worker is parked; it takes the
+///   parking mutex only to wake a parked worker (at most one wake per parked worker, however many jobs
+///   arrive). When the ring is full it appends to a mutex-protected overflow list instead (cold path,
+///   counted in ``overflowCount``); nothing is ever dropped or blocks the caller.
+/// - Jobs start in submission order as far as the ring goes (jobs from the overflow list are taken first
+///   when there are any); with several threads they run concurrently, so they are not ordered otherwise.
+/// - Blocking bound: with W threads, up to W − 1 jobs blocked inside their callbacks (slow or stuck
+///   subscribers) do not delay any other job: every idle worker takes the next job from the shared queue,
+///   and one free worker keeps the whole queue moving. Only W jobs blocked at once stall delivery.
+/// - Memory: 24 bytes per ring slot (6 MiB at the default capacity of 2^18), allocated once.
+/// - Dropping the last reference shuts the pool down like ``shutdown()``.
+public final class DeliveryExecutor: Sendable {
+  private let pool: DeliveryWorkerPool
+
+  /// Starts `threads` worker threads (named `name-0`, `name-1`, …) over a ring of `capacity` jobs, a power of
+  /// two of at least 2.
+  public init(threads: Int = 4, capacity: Int = 1 << 18, name: String = "delivery") {
+    precondition(threads >= 1, "a delivery executor needs at least one thread")
+    pool = DeliveryWorkerPool(threads: threads, capacity: capacity, name: name)
+    pool.start()
+  }
+
+  deinit {
+    pool.shutdown()
+  }
+
+  /// Enqueues `job` (retained until it has run). Any thread; never blocks the caller and never allocates
+  /// in steady state; if the ring is full, falls back to a mutex-protected overflow list (cold path,
+  /// counted in ``overflowCount``).
+  ///
+  /// A job submitted after ``shutdown()`` has returned is released without running.
+  public func submit(_ job: any DeliveryJob) {
+    pool.submit(job)
+  }
+
+  /// How many jobs went to the overflow list because the ring was full (since creation).
+  public var overflowCount: Int { pool.overflowCount }
+
+  /// The number of worker threads.
+  public var threadCount: Int { pool.threadCount }
+
+  /// Stops the threads after the queued jobs have run; waits for them unless called from one of them.
+  /// Idempotent.
+  public func shutdown() {
+    pool.shutdown()
+  }
+}
+
+/// The jobs that did not fit in the ring, first in first out.
+private struct OverflowList {
+  var items: [(any DeliveryJob)?] = []
+  var head = 0
+
+  mutating func append(_ job: any DeliveryJob) {
+    items.append(job)
+  }
+
+  mutating func popFirst() -> (any DeliveryJob)? {
+    guard head < items.count else { return nil }
+    let job = items[head].take()
+    head += 1
+    if head == items.count {
+      items.removeAll(keepingCapacity: items.count <= 1024)
+      head = 0
+    }
+    return job
+  }
+}
+
+/// State guarded by `DeliveryWorkerPool.lock`.
+private struct ParkingState {
+  /// Wakes granted by submitters (each took one unit from `sleepers`) and not yet consumed by a worker.
+  var wakeTokens = 0
+  /// Worker threads that have not exited.
+  var liveWorkers = 0
+  /// The worker threads' ids, to recognize a shutdown called from inside a job.
+  var workerThreads: [pthread_t] = []
+}
+
+/// The threads, ring, overflow list and parking state behind a ``DeliveryExecutor``. Each worker thread
+/// holds a reference until it exits, so the pool outlives the executor's last user until it has drained.
+///
+/// `@unchecked Sendable`: the pthread mutex and condition variables live in raw memory (they must not move)
+/// and `parking` is plain state guarded by that mutex; everything else is atomic, a `LockedValue`, or
+/// immutable.
+final class DeliveryWorkerPool: @unchecked Sendable {
+  let threadCount: Int
+  private let name: String
+  private let queue: BoundedJobQueue
+  private let overflow = LockedValue(OverflowList())
+  /// Jobs in the overflow list (changed under its mutex; read without it as a hint).
+  private let overflowPending = Atomic<Int>(0)
+  private let overflowTotal = Atomic<Int>(0)
+  /// Parked (or parking) workers that no submitter has claimed a wake for yet.
+  private let sleepers = Atomic<Int>(0)
+  private let stopping = Atomic<Bool>(false)
+  /// Set by the last worker to exit; from then on submitters release what they queued.
+  private let exited = Atomic<Bool>(false)
+
+  // Unsafe pointers: pthread objects must stay at one address for their lifetime; allocated in init,
+  // destroyed and freed in deinit (after every worker has exited, since workers hold the pool).
+  private let lock: UnsafeMutablePointer<pthread_mutex_t>
+  private let wakeCondition: UnsafeMutablePointer<pthread_cond_t>
+  private let exitCondition: UnsafeMutablePointer<pthread_cond_t>
+  /// Guarded by `lock`.
+  private var parking = ParkingState()
+
+  init(threads: Int, capacity: Int, name: String) {
+    threadCount = threads
+    self.name = name
+    queue = BoundedJobQueue(capacity: capacity)
+    lock = .allocate(capacity: 1)
+    wakeCondition = .allocate(capacity: 1)
+    exitCondition = .allocate(capacity: 1)
+    pthread_mutex_init(lock, nil)
+    pthread_cond_init(wakeCondition, nil)
+    pthread_cond_init(exitCondition, nil)
+  }
+
+  deinit {
+    pthread_cond_destroy(exitCondition)
+    pthread_cond_destroy(wakeCondition)
+    pthread_mutex_destroy(lock)
+    exitCondition.deallocate()
+    wakeCondition.deallocate()
+    lock.deallocate()
+  }
+
+  /// Starts the worker threads; called once, right after init.
+  func start() {
+    pthread_mutex_lock(lock)
+    parking.liveWorkers = threadCount
+    pthread_mutex_unlock(lock)
+    for index in 0..<threadCount {
+      // The thread holds one retain of its start record (and through it the pool) until it exits.
+      let start = Unmanaged.passRetained(WorkerStart(pool: self, index: index))
+      var thread = pthread_t()
+      let rc = pthread_create(
+        &thread, nil,
+        { raw in
+          // Unsafe pointer: `raw` is the retained `WorkerStart` passed below; taken back exactly once.
+          let start = Unmanaged<WorkerStart>.fromOpaque(raw!).takeRetainedValue()
+          start.pool.runWorker(index: start.index)
+          return nil
+        }, start.toOpaque())
+      precondition(rc == 0, "pthread_create failed: \(rc)")
+      pthread_detach(thread)
+    }
+  }
+
+  var overflowCount: Int {
+    // Relaxed: a statistics counter.
+    overflowTotal.load(ordering: .relaxed)
+  }
+
+  // MARK: - Submitting
+
+  func submit(_ job: any DeliveryJob) {
+    if !queue.tryEnqueue(job) {
+      overflow.withLock { list in
+        list.append(job)
+        // Relaxed: the mutex orders the list; the counter is a hint read before taking the mutex.
+        overflowPending.add(1, ordering: .relaxed)
+      }
+      // Relaxed: a statistics counter.
+      overflowTotal.add(1, ordering: .relaxed)
+    }
+    // Sequentially consistent fence: orders the job's publication before the reads of `sleepers` and
+    // `exited`; a parking worker has the mirror-image fence between raising `sleepers` and re-checking for
+    // jobs, the last exiting worker between setting `exited` and discarding what is queued. So either this
+    // sees the sleeper (the exit) or the worker sees the job.
+    atomicMemoryFence(ordering: .sequentiallyConsistent)
+    // Relaxed: ordered by the fence above.
+    if exited.load(ordering: .relaxed) {
+      discardQueuedJobs()
+      return
+    }
+    wakeOneIfParked()
+  }
+
+  /// Called after the submitter's fence (see `submit`).
+  private func wakeOneIfParked() {
+    // Relaxed: ordered by the submitter's fence.
+    var parked = sleepers.load(ordering: .relaxed)
+    while parked > 0 {
+      // Relaxed: claiming a wake publishes nothing; the token is handed over under the mutex.
+      let (exchanged, original) = sleepers.weakCompareExchange(
+        expected: parked, desired: parked - 1, ordering: .relaxed)
+      if exchanged {
+        pthread_mutex_lock(lock)
+        parking.wakeTokens += 1
+        pthread_cond_signal(wakeCondition)
+        pthread_mutex_unlock(lock)
+        return
+      }
+      parked = original
+    }
+  }
+
+  // MARK: - Working
+
+  private func runWorker(index: Int) {
+    nameCurrentThread("\(name)-\(index)")
+    pthread_mutex_lock(lock)
+    parking.workerThreads.append(pthread_self())
+    pthread_mutex_unlock(lock)
+
+    while true {
+      if let job = nextJob() {
+        job.runDelivery()
+        continue
+      }
+      // Acquire: pairs with shutdown's release (nothing else is published with it, but it is cheap).
+      if stopping.load(ordering: .acquiring) {
+        // Relaxed: a hint; the list itself is read under its mutex by `nextJob`.
+        if queue.isDrained && overflowPending.load(ordering: .relaxed) == 0 { break }
+        sched_yield()  // a submitter is between claiming a slot and publishing it
+        continue
+      }
+      park()
+    }
+
+    pthread_mutex_lock(lock)
+    parking.liveWorkers -= 1
+    let last = parking.liveWorkers == 0
+    if last {
+      // Relaxed: ordered by the fence below (and the mutex for `shutdown`).
+      exited.store(true, ordering: .relaxed)
+      pthread_cond_broadcast(exitCondition)
+    }
+    pthread_mutex_unlock(lock)
+    if last {
+      // Sequentially consistent fence: the mirror of the submitter's (see `submit`).
+      atomicMemoryFence(ordering: .sequentiallyConsistent)
+      discardQueuedJobs()
+    }
+  }
+
+  /// Releases, without running them, jobs submitted while or after the last worker exited.
+  private func discardQueuedJobs() {
+    while nextJob() != nil {}
+  }
+
+  private func nextJob() -> (any DeliveryJob)? {
+    // Relaxed: a hint that saves the mutex when the overflow list is empty (the usual case).
+    if overflowPending.load(ordering: .relaxed) > 0 {
+      let job = overflow.withLock { list -> (any DeliveryJob)? in
+        guard let job = list.popFirst() else { return nil }
+        // Relaxed: the mutex orders the list.
+        overflowPending.subtract(1, ordering: .relaxed)
+        return job
+      }
+      if let job { return job }
+    }
+    return queue.dequeue()
+  }
+
+  private var hasWork: Bool {
+    // Relaxed: ordered by the caller's fence (see `park`).
+    overflowPending.load(ordering: .relaxed) > 0 || queue.hasReadyJob
+  }
+
+  /// Sleeps until a submitter grants a wake or shutdown starts, unless work shows up while announcing.
+  private func park() {
+    pthread_mutex_lock(lock)
+    // Relaxed: ordered by the fence below.
+    sleepers.add(1, ordering: .relaxed)
+    // Sequentially consistent fence: the mirror of the submitter's (see `wakeOneIfParked`).
+    atomicMemoryFence(ordering: .sequentiallyConsistent)
+    // Relaxed (stopping): shutdown also broadcasts under the mutex, so a wait below cannot miss it.
+    if hasWork || stopping.load(ordering: .relaxed) {
+      withdrawSleeper()
+    } else {
+      while parking.wakeTokens == 0 && !stopping.load(ordering: .relaxed) {
+        pthread_cond_wait(wakeCondition, lock)
+      }
+      if parking.wakeTokens > 0 {
+        parking.wakeTokens -= 1
+      } else {
+        withdrawSleeper()
+      }
+    }
+    pthread_mutex_unlock(lock)
+  }
+
+  /// Gives back this worker's unit in `sleepers`; if submitters have already claimed every unit, one of
+  /// them is about to post a token, so waits for it and consumes it. Called with the mutex held.
+  private func withdrawSleeper() {
+    // Relaxed: the count is only arithmetic here; tokens are handed over under the mutex.
+    var parked = sleepers.load(ordering: .relaxed)
+    while parked > 0 {
+      let (exchanged, original) = sleepers.weakCompareExchange(
+        expected: parked, desired: parked - 1, ordering: .relaxed)
+      if exchanged { return }
+      parked = original
+    }
+    while parking.wakeTokens == 0 { pthread_cond_wait(wakeCondition, lock) }
+    parking.wakeTokens -= 1
+  }
+
+  // MARK: - Stopping
+
+  func shutdown() {
+    // Release: pairs with the workers' acquiring load.
+    stopping.store(true, ordering: .releasing)
+    pthread_mutex_lock(lock)
+    pthread_cond_broadcast(wakeCondition)
+    let current = pthread_self()
+    if !parking.workerThreads.contains(where: { pthread_equal($0, current) != 0 }) {
+      while parking.liveWorkers > 0 { pthread_cond_wait(exitCondition, lock) }
+    }
+    pthread_mutex_unlock(lock)
+  }
+}
+
+/// `pthread_setname_np`, looked up at run time: Glibc declares it only under `_GNU_SOURCE`, which the
+/// Swift overlay does not set.
+private let setThreadName: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32)? = {
+  guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "pthread_setname_np") else { return nil }
+  // Unsafe cast: the symbol is glibc's `int pthread_setname_np(pthread_t, const char *)`, which is exactly
+  // this C function type.
+  return unsafeBitCast(symbol, to: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32).self)
+}()
+
+/// Names the calling thread (for debuggers and `top -H`), cut to Linux's 15-byte limit.
+private func nameCurrentThread(_ name: String) {
+  guard let setThreadName else { return }
+  var bytes = Array(name.utf8.prefix(15)).map { CChar(bitPattern: $0) }
+  bytes.append(0)
+  _ = setThreadName(pthread_self(), bytes)
+}
+
+/// What a new worker thread receives: its pool and its index.
+private final class WorkerStart {
+  let pool: DeliveryWorkerPool
+  let index: Int
+
+  init(pool: DeliveryWorkerPool, index: Int) {
+    self.pool = pool
+    self.index = index
+  }
+}
