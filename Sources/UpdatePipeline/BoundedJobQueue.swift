@@ -57,8 +57,8 @@ final class BoundedJobQueue: @unchecked Sendable {
   deinit {
     // Jobs still queued (submitted after the workers stopped) are released, not run.
     for index in 0..<capacity {
-      sequence(index).deinitialize(count: 1)
-      job(index).deinitialize(count: 1)
+      sequenceNumber(index).deinitialize(count: 1)
+      jobSlot(index).deinitialize(count: 1)
     }
     cells.deallocate()
     enqueuePosition.deinitialize(count: 1)
@@ -69,14 +69,14 @@ final class BoundedJobQueue: @unchecked Sendable {
 
   /// The sequence number of the cell at `position` (masked into range).
   @inline(__always)
-  private func sequence(_ position: Int) -> UnsafeMutablePointer<Atomic<Int>> {
+  private func sequenceNumber(_ position: Int) -> UnsafeMutablePointer<Atomic<Int>> {
     // Unsafe pointer: in range (masked) and bound to `Atomic<Int>` in init.
     (cells + (position & mask) * Self.cellStride).assumingMemoryBound(to: Atomic<Int>.self)
   }
 
   /// The job slot of the cell at `position` (masked into range).
   @inline(__always)
-  private func job(_ position: Int) -> UnsafeMutablePointer<(any DeliveryJob)?> {
+  private func jobSlot(_ position: Int) -> UnsafeMutablePointer<(any DeliveryJob)?> {
     // Unsafe pointer: in range (masked) and bound to the optional job type in init.
     (cells + (position & mask) * Self.cellStride + Self.jobOffset).assumingMemoryBound(to: (any DeliveryJob)?.self)
   }
@@ -88,16 +88,16 @@ final class BoundedJobQueue: @unchecked Sendable {
     while true {
       // Acquire: the consumer that emptied this cell on the previous lap finished with it before it
       // released the new sequence number.
-      let sequence = sequence(position).pointee.load(ordering: .acquiring)
+      let sequence = sequenceNumber(position).pointee.load(ordering: .acquiring)
       let lag = sequence &- position
       if lag == 0 {
         // Relaxed: claiming the position publishes nothing; the sequence store below does.
         let (exchanged, original) = enqueuePosition.pointee.weakCompareExchange(
           expected: position, desired: position &+ 1, ordering: .relaxed)
         if exchanged {
-          self.job(position).pointee = job
+          jobSlot(position).pointee = job
           // Release: the job is written before a consumer can see the cell as full.
-          self.sequence(position).pointee.store(position &+ 1, ordering: .releasing)
+          sequenceNumber(position).pointee.store(position &+ 1, ordering: .releasing)
           return true
         }
         position = original
@@ -116,16 +116,16 @@ final class BoundedJobQueue: @unchecked Sendable {
     var position = dequeuePosition.pointee.load(ordering: .relaxed)
     while true {
       // Acquire: pairs with the producer's releasing store, so its job write is visible.
-      let sequence = sequence(position).pointee.load(ordering: .acquiring)
+      let sequence = sequenceNumber(position).pointee.load(ordering: .acquiring)
       let lag = sequence &- (position &+ 1)
       if lag == 0 {
         // Relaxed: claiming the position publishes nothing; the sequence store below does.
         let (exchanged, original) = dequeuePosition.pointee.weakCompareExchange(
           expected: position, desired: position &+ 1, ordering: .relaxed)
         if exchanged {
-          let job = self.job(position).pointee.take()
+          let job = jobSlot(position).pointee.take()
           // Release: the cell is emptied before a producer of the next lap can refill it.
-          self.sequence(position).pointee.store(position &+ mask &+ 1, ordering: .releasing)
+          sequenceNumber(position).pointee.store(position &+ mask &+ 1, ordering: .releasing)
           return job
         }
         position = original
@@ -143,7 +143,7 @@ final class BoundedJobQueue: @unchecked Sendable {
     // Relaxed: picks the candidate cell. Acquire: a true answer is followed by a dequeue anyway, but
     // keeps the answer consistent with the producer's release.
     let position = dequeuePosition.pointee.load(ordering: .relaxed)
-    return sequence(position).pointee.load(ordering: .acquiring) == position &+ 1
+    return sequenceNumber(position).pointee.load(ordering: .acquiring) == position &+ 1
   }
 
   /// Whether every claimed position has also been dequeued (no job queued or being queued; a snapshot).

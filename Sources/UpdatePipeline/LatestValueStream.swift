@@ -4,8 +4,8 @@
 // continuation, boxed, in an atomic slot; the writer's next publish finds the mailbox idle (publish returns
 // true) and swaps a "notified" mark into the slot, resuming the continuation if one was there. A notice
 // that arrives before the continuation is parked makes the parking fail, so the consumer never sleeps
-// through a value. No locks on the way; while the consumer keeps up or lags behind, a publish is just the
-// mailbox's compare-and-swap.
+// through a value. No locks on the way: while the consumer lags behind, a publish is just the mailbox's
+// compare-and-swap; only a publish that finds the consumer idle also swaps the slot and resumes it.
 
 import Synchronization
 
@@ -20,8 +20,9 @@ import Synchronization
 /// The consumer may stop early by cancelling its task or dropping its iterator; either way the mailbox is
 /// closed (later publishes are cheap no-ops) and ``onTermination`` is called, so the producer can stop.
 ///
-/// Memory: the mailbox plus one object of about 80 bytes; one small box per wait while the consumer is
-/// parked.
+/// Memory: about 220 bytes with a one-word `Value` (this 48-byte object, the 80-byte mailbox, and a 48-byte
+/// lock object with its 40-byte pthread mutex, for `onTermination`), plus one 24-byte box per wait while the
+/// consumer is parked.
 public final class LatestValueStream<Value: Sendable>: AsyncSequence, Sendable {
   /// The newest value and the OR of the change bits of every publish since the previous element.
   public typealias Element = (value: Value, changes: UInt64)
@@ -31,9 +32,9 @@ public final class LatestValueStream<Value: Sendable>: AsyncSequence, Sendable {
   /// The waiter slot holds 0 (empty), `notified`, or the address of a retained `WaiterBox`.
   private static var notified: UInt { 1 }
 
-  private let mailbox = LatestValueMailbox<Value>()
+  @usableFromInline let mailbox = LatestValueMailbox<Value>()
   private let waiter = Atomic<UInt>(0)
-  private let finished = Atomic<Bool>(false)
+  @usableFromInline let finished = Atomic<Bool>(false)
   private let terminated = Atomic<Bool>(false)
   private let iteratorClaimed = Atomic<Bool>(false)
   private let termination = LockedValue(TerminationState())
@@ -63,6 +64,7 @@ public final class LatestValueStream<Value: Sendable>: AsyncSequence, Sendable {
 
   /// Writer: hands `value` and its change bits to the consumer, resuming it if it waits. Ignored after
   /// `finish()` or after the consumer went away.
+  @inlinable
   public func publish(_ value: Value, changes: UInt64) {
     // Relaxed: a publish racing with finish may go either way; one after it (on any thread that saw the
     // finish) sees the flag.
@@ -78,7 +80,8 @@ public final class LatestValueStream<Value: Sendable>: AsyncSequence, Sendable {
   }
 
   /// Marks the slot notified and resumes the continuation parked there, if any.
-  private func notifyConsumer() {
+  @usableFromInline
+  func notifyConsumer() {
     // Acquire: the box was written before the consumer's releasing compare-and-swap. Release: the consumer
     // that reads the notice (or is resumed) sees the value published / the finish flag set before it.
     let previous = waiter.exchange(Self.notified, ordering: .acquiringAndReleasing)

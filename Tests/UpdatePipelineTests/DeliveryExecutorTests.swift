@@ -15,6 +15,7 @@ final class CountingJob: DeliveryJob {
   }
 
   func runDelivery() {
+    // Relaxed: read only after the completion counter (acquire/release) says every job ran.
     runs.add(1, ordering: .relaxed)
     completed.increment()
   }
@@ -71,6 +72,7 @@ struct DeliveryExecutorTests {
     for thread in threads { thread.join() }
     waitUntil { completed.value == total }
     #expect(completed.value == total)
+    // Relaxed: ordered by the completion counter read above.
     #expect(jobs.allSatisfy { $0.runs.load(ordering: .relaxed) == 1 })
     if capacity >= total { #expect(executor.overflowCount == 0) }
     executor.shutdown()
@@ -93,6 +95,7 @@ struct DeliveryExecutorTests {
     gate.open()
     waitUntil { completed.value == 1000 }
     #expect(completed.value == 1000)
+    // Relaxed: ordered by the completion counter read above.
     #expect(jobs.allSatisfy { $0.runs.load(ordering: .relaxed) == 1 })
     executor.shutdown()
     #expect(finished.value == 2)

@@ -124,10 +124,12 @@ struct LatestValueMailboxTests {
       for value in 0..<count {
         let bits = generator.changeBits()
         published.append(bits)
+        // Release: the grant stands for "a delivery was scheduled"; the mailbox itself orders the values.
         if mailbox.publish(value, changes: bits) { grants.add(1, ordering: .releasing) }
         // Vary the pace so the reader both falls behind (coalescing) and catches up (going idle).
         if generator.next() % 8 == 0 { spin(generator.next() % 2000) }
       }
+      // Release: every publish (and its grant) happens before the reader sees the writer done.
       writerDone.store(true, ordering: .releasing)
       return published
     }
@@ -139,6 +141,7 @@ struct LatestValueMailboxTests {
       var bitsWithoutValue = 0
       var turn = 0
       while true {
+        // Acquire: pairs with the writer's releasing grant.
         let granted = grants.load(ordering: .acquiring)
         if granted > consumed {
           if granted - consumed > 1 { doubleGrants += 1 }
@@ -153,6 +156,7 @@ struct LatestValueMailboxTests {
             turn += 1
             if turn % 7 == 0 { sched_yield() }  // let the writer slip in between take and finish
           } while mailbox.finishDelivery()
+          // Acquire both: pairs with the writer's releases, so no grant is missed once it is done.
         } else if writerDone.load(ordering: .acquiring) && grants.load(ordering: .acquiring) == consumed {
           break
         } else {

@@ -55,6 +55,7 @@ final class Counter: Sendable {
   private let storage = Atomic<Int>(0)
 
   /// The current count.
+  // Acquire/release throughout: a count read after waiting also shows what the counted work wrote.
   var value: Int { storage.load(ordering: .acquiring) }
 
   /// Adds one.
@@ -69,6 +70,7 @@ final class Gate: Sendable {
   private let isOpen = Atomic<Bool>(false)
 
   /// Lets every waiter through.
+  // Release/acquire: what happened before `open()` is visible after `wait()`.
   func open() { isOpen.store(true, ordering: .releasing) }
 
   /// Waits until the gate opens or `safetySeconds` pass; returns whether it opened.
@@ -131,6 +133,7 @@ struct SplitMix64: RandomNumberGenerator {
 /// Burns roughly `iterations` atomic loads, to vary a thread's pace without sleeping.
 func spin(_ iterations: UInt64) {
   let probe = Atomic<Int>(0)
+  // Relaxed: the loads only take time.
   for _ in 0..<iterations { _ = probe.load(ordering: .relaxed) }
 }
 
