@@ -85,6 +85,11 @@ public final class FleetSim: Sendable {
     }
   }
 
+  /// The underlying server's counters (connections accepted and open, calls, …).
+  public func serverStats() async -> GRPCServerStats {
+    await server.stats()
+  }
+
   /// Sends GOAWAY on every connection now.
   public func sendGoAway() {
     server.sendGoAway()

@@ -92,6 +92,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private var session: HTTP2Session?
   private var streams: [Int32: ActiveStream] = [:]
   private var flushScheduled = false
+  private var closing = false
+  private var closeScheduled = false
   private var keepaliveTimer: EventLoop.TimerID?
   private var keepaliveTimeoutTimer: EventLoop.TimerID?
   private var connectTimer: EventLoop.TimerID?
@@ -357,9 +359,17 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   private func closeIfDrained() {
-    guard state == .draining, streams.isEmpty else { return }
-    close(error: nil)
+    guard state == .draining, streams.isEmpty, !closeScheduled else { return }
+    // Often called from inside an nghttp2 callback, where the session cannot produce output:
+    // close right after the current event, when the last frames can still be flushed.
+    closeScheduled = true
+    loop.executeSoon { [weak self] in
+      guard let self else { return }
+      self.closeScheduled = false
+      if self.state == .draining, self.streams.isEmpty { self.close(error: nil) }
+    }
   }
+
 
   // MARK: - Output
 
@@ -376,15 +386,20 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   private func flushNow() {
+    flushOutput()
+    if let session, stream?.isOpen == true, !session.wantsRead && !session.wantsWrite {
+      close(error: state == .draining ? nil : "the HTTP/2 session ended")
+    }
+  }
+
+  /// Hands every frame nghttp2 has queued to the socket.
+  private func flushOutput() {
     guard let session, let stream, stream.isOpen else { return }
     outputScratch.removeAll(keepingCapacity: true)
     session.drainOutput(into: &outputScratch)
     if !outputScratch.isEmpty {
       outputScratch.withUnsafeBytes { stream.write($0) }
       stream.flush()
-    }
-    if !session.wantsRead && !session.wantsWrite {
-      close(error: state == .draining ? nil : "the HTTP/2 session ended")
     }
   }
 
@@ -450,6 +465,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   private func close(error: String?) {
+    guard !closing else { return }
+    closing = true
+    // Frames still queued (a RST_STREAM for a cancelled call, our GOAWAY) go out first.
+    flushOutput()
     if let stream, stream.isOpen || state != .closed {
       stream.close(error: error)  // Reports back through byteStream(_:didCloseWithError:).
       if state != .closed { fail(error ?? "connection closed", wasReady: state != .connecting) }

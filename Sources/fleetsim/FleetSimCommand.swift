@@ -142,6 +142,11 @@ struct FleetSimCommand: AsyncParsableCommand {
       simulation: simulation, updateInterval: Self.seconds(updateInterval), auth: auth, faults: faults)
     var tls: TLSServerConfiguration?
     if let tlsCert, let tlsKey { tls = TLSServerConfiguration(certificateChainFile: tlsCert, privateKeyFile: tlsKey) }
+    // Before `listening on` is printed: a SIGTERM sent as soon as that line is read must still end in the final
+    // stats line, not in the default action (death without one).
+    signal(SIGINT) { _ in stopRequested.store(true, ordering: .relaxed) }
+    signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
+    signal(SIGPIPE, SIG_IGN)
     let sim: FleetSim
     do {
       sim = try FleetSim(configuration: configuration, listen: GRPCServerConfiguration(host: host, port: port, tls: tls))
@@ -151,9 +156,6 @@ struct FleetSimCommand: AsyncParsableCommand {
       FileHandleStderr.write("fleetsim: \(error.message)\n")
       throw ExitCode(1)
     }
-    signal(SIGINT) { _ in stopRequested.store(true, ordering: .relaxed) }
-    signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
-    signal(SIGPIPE, SIG_IGN)
 
     let started = Self.unixNow()
     var lastStats = started

@@ -101,8 +101,13 @@ private struct SimFixture {
   var simulator: TripSimulator { sim.simulator }
 
   /// Runs `body` against a fresh FleetSim and channel, then closes both.
-  static func with<R>(_ configuration: FleetSimConfiguration, _ body: (SimFixture) async throws -> R) async throws -> R {
-    let sim = try FleetSim(configuration: configuration)
+  ///
+  /// The configuration is made just before the server starts, so that a start time it computes from the wall
+  /// clock is not stale when the test got to run late (tests run in parallel, on few cores).
+  static func with<R>(
+    _ configuration: @autoclosure () -> FleetSimConfiguration, _ body: (SimFixture) async throws -> R
+  ) async throws -> R {
+    let sim = try FleetSim(configuration: configuration())
     let channel: GRPCChannel
     do {
       let port = try sim.start()
@@ -192,7 +197,12 @@ private struct SimFixture {
   func follow(
     _ name: String, format: PolylineFormatType = .latLngListType, authorization: String? = nil
   ) async throws -> Followed {
-    var iterator = stream(name, format: format, authorization: authorization).makeAsyncIterator()
+    try await Self.collect(stream(name, format: format, authorization: authorization))
+  }
+
+  /// Reads a streaming GetTrip to its end.
+  static func collect(_ response: GRPCServerStreamingResponse) async throws -> Followed {
+    var iterator = response.makeAsyncIterator()
     var updates: [TripUpdate] = []
     while true {
       let message: [UInt8]?
@@ -268,10 +278,13 @@ struct FleetSimServiceTests {
 
   @Test func routeFormatsFillRouteOrCurrentRouteSegment() async throws {
     // A trip en route to its pickup, two simulated minutes before it arrives.
-    let index = try #require((0..<serviceTripCount).first { planner.plan(index: $0).legs[0].duration > 240 })
+    let index = try #require(
+      (0..<serviceTripCount).first {
+        let plan = planner.plan(index: $0)
+        return plan.canceledAt == nil && plan.legs[0].duration > 240
+      })
     let plan = planner.plan(index: index)
-    let configuration = simConfiguration(speedup: 30, simulatedNow: plan.stops[0].arrival - 120)
-    try await SimFixture.with(configuration) { fixture in
+    try await SimFixture.with(simConfiguration(speedup: 1, simulatedNow: plan.stops[0].arrival - 120)) { fixture in
       let name = fixture.simulator.tripName(index: index)
       let list = try await fixture.getTrip(name, format: .latLngListType).get()
       let encoded = try await fixture.getTrip(name, format: .encodedPolylineType).get()
@@ -301,17 +314,20 @@ struct FleetSimServiceTests {
     }
   }
 
-  @Test func versionsSentBackLeaveOutWhatIsUnchangedUntilTheLegChanges() async throws {
-    // A trip on its way to the pickup, 1.5 s (wall) before it arrives; it waits there, then drives on.
+  // The version tests run at speed-up 1 with half a minute or more to either side of every phase
+  // boundary, so that all calls of a test fall within one leg however late it runs. What a client held
+  // from an earlier leg is the simulator's snapshot then: byte for byte what GetTrip returned at that time
+  // (see twoServersWithTheSameSeedAndStartTimeServeTheSameTrips and aFinishedTripIsExactlyTheSimulatorsFinalState).
+
+  @Test func versionsSentBackLeaveOutWhatIsUnchanged() async throws {
+    // A trip on its way to the pickup, a minute before it arrives.
     let index = try #require(
       (0..<serviceTripCount).first {
         let plan = planner.plan(index: $0)
-        return plan.canceledAt == nil && plan.legs[0].duration > 200
+        return plan.canceledAt == nil && plan.legs[0].duration > 150
       })
     let plan = planner.plan(index: index)
-    let speedup = 100.0
-    let configuration = simConfiguration(speedup: speedup, simulatedNow: plan.stops[0].arrival - 150)
-    try await SimFixture.with(configuration) { fixture in
+    try await SimFixture.with(simConfiguration(speedup: 1, simulatedNow: plan.stops[0].arrival - 60)) { fixture in
       let name = fixture.simulator.tripName(index: index)
       let first = try await fixture.getTrip(name).get()
       #expect(first.tripStatus == .enrouteToPickup)
@@ -325,65 +341,116 @@ struct FleetSimServiceTests {
       #expect(unchanged.remainingWaypoints.isEmpty)
       // …while the versions and the live figures are still there.
       #expect(unchanged.currentRouteSegmentVersion == first.currentRouteSegmentVersion)
+      #expect(unchanged.currentRouteSegmentTrafficVersion == first.currentRouteSegmentTrafficVersion)
       #expect(unchanged.remainingWaypointsVersion == first.remainingWaypointsVersion)
+      #expect(unchanged.remainingWaypointsRouteVersion == first.remainingWaypointsRouteVersion)
       #expect(unchanged.lastLocation != nil && unchanged.remainingDistanceMeters != nil)
       #expect(unchanged.etaToFirstWaypoint == first.etaToFirstWaypoint)
+      #expect(unchanged.currentRouteSegmentEndPoint == first.currentRouteSegmentEndPoint)
 
-      // The same with the encoded route format.
+      // The same with the encoded route format, and with the versions of a snapshot from earlier in the leg.
       let unchangedEncoded = try await fixture.getTrip(name, format: .encodedPolylineType, versionsOf: first).get()
-      #expect(unchangedEncoded.currentRouteSegment.isEmpty && unchangedEncoded.remainingWaypoints.isEmpty)
+      #expect(unchangedEncoded.currentRouteSegment.isEmpty && unchangedEncoded.route.isEmpty)
+      #expect(unchangedEncoded.remainingWaypoints.isEmpty && unchangedEncoded.currentRouteSegmentTraffic == nil)
+      let earlier = fixture.simulator.trip(index: index, atSimulatedSeconds: plan.legs[0].departure + 1)
+      #expect(earlier.tripStatus == .enrouteToPickup)
+      let sinceEarlier = try await fixture.getTrip(name, versionsOf: earlier).get()
+      #expect(sinceEarlier.route.isEmpty && sinceEarlier.remainingWaypoints.isEmpty)
+
+      // Each version on its own: only what it covers is left out.
+      var routeOnly = Trip()
+      routeOnly.currentRouteSegmentVersion = first.currentRouteSegmentVersion
+      let withoutRoute = try await fixture.getTrip(name, versionsOf: routeOnly).get()
+      #expect(withoutRoute.route.isEmpty)
+      #expect(withoutRoute.currentRouteSegmentTraffic == first.currentRouteSegmentTraffic)
+      #expect(withoutRoute.remainingWaypoints == first.remainingWaypoints)
+
+      var trafficOnly = Trip()
+      trafficOnly.currentRouteSegmentTrafficVersion = first.currentRouteSegmentTrafficVersion
+      let withoutTraffic = try await fixture.getTrip(name, versionsOf: trafficOnly).get()
+      #expect(withoutTraffic.route == first.route)
+      #expect(withoutTraffic.currentRouteSegmentTraffic == nil)
 
       // Only the waypoints' paths current: the waypoints come without paths or traffic.
-      var routesOnly = first
-      routesOnly.remainingWaypointsVersion = nil
-      let pathless = try await fixture.getTrip(name, versionsOf: routesOnly).get()
+      var pathsOnly = Trip()
+      pathsOnly.remainingWaypointsRouteVersion = first.remainingWaypointsRouteVersion
+      let pathless = try await fixture.getTrip(name, versionsOf: pathsOnly).get()
+      #expect(pathless.route == first.route)
       #expect(pathless.remainingWaypoints.count == first.remainingWaypoints.count)
       #expect(
         pathless.remainingWaypoints.allSatisfy {
           $0.pathToWaypoint.isEmpty && $0.encodedPathToWaypoint.isEmpty && $0.trafficToWaypoint == nil
         })
       #expect(pathless.remainingWaypoints.map(\.location) == first.remainingWaypoints.map(\.location))
+      #expect(pathless.remainingWaypoints.map(\.eta) == first.remainingWaypoints.map(\.eta))
+    }
+  }
 
-      // Keep asking with the first versions: once the vehicle waits at the pickup, what changed comes back
-      // (the waiting stop has no path left), and once it drives on, the new leg's route does.
-      var sawArrival = false
-      let drivesOn = await pollUntil(timeout: .seconds(20)) {
-        guard let trip = try? await fixture.getTrip(name, versionsOf: first).get() else { return false }
-        switch trip.tripStatus {
-        case .enrouteToPickup:
-          #expect(trip.route.isEmpty && trip.remainingWaypoints.isEmpty)
-          return false
-        case .arrivedAtPickup:
-          sawArrival = true
-          #expect(trip.route.isEmpty && trip.currentRouteSegmentTraffic == nil)
-          #expect(trip.remainingWaypointsRouteVersion != first.remainingWaypointsRouteVersion)
-          #expect(
-            trip.remainingWaypoints.count == first.remainingWaypoints.count,
-            "the waypoints' paths changed at the arrival, but the waypoints were left out")
-          #expect(trip.remainingWaypoints.first?.distanceMeters?.value == 0)
-          #expect(trip.remainingWaypoints.first.map { $0.pathToWaypoint.isEmpty && $0.trafficToWaypoint == nil } == true)
-          // With the versions of the waiting trip sent back, the waypoints are left out again.
-          if let again = try? await fixture.getTrip(name, versionsOf: trip).get(), again.tripStatus == .arrivedAtPickup {
-            #expect(again.remainingWaypoints.isEmpty)
-          }
-          return false
-        default:
-          #expect(isEnroute(trip.tripStatus), "\(trip.tripStatus.protoName)")
-          #expect(!trip.route.isEmpty)
-          #expect(trip.currentRouteSegmentTraffic != nil)
-          #expect(!trip.remainingWaypoints.isEmpty)
-          #expect(trip.remainingWaypoints.allSatisfy { !$0.pathToWaypoint.isEmpty })
-          #expect(seconds(trip.currentRouteSegmentVersion)! > seconds(first.currentRouteSegmentVersion)!)
-          #expect(seconds(trip.remainingWaypointsVersion)! > seconds(first.remainingWaypointsVersion)!)
-          // And with the new versions sent back, they are left out again.
-          if let again = try? await fixture.getTrip(name, versionsOf: trip).get(), again.tripStatus == trip.tripStatus {
-            #expect(again.route.isEmpty && again.currentRouteSegmentTraffic == nil && again.remainingWaypoints.isEmpty)
-          }
-          return true
-        }
+  @Test func versionsFromAnEarlierLegBringBackWhatChanged() async throws {
+    // A completed trip that waits at its pickup for at least 50 s and drives the next leg for over 3 minutes.
+    let index = try #require(
+      (0..<serviceTripCount).first {
+        let plan = planner.plan(index: $0)
+        return plan.canceledAt == nil && plan.stops[0].departure - plan.stops[0].arrival >= 50
+          && plan.legs[1].duration > 180
+      })
+    let plan = planner.plan(index: index)
+    /// What the client holds: the response of 30 s before the vehicle reached the pickup.
+    func held(_ fixture: SimFixture, _ format: PolylineFormatType = .latLngListType) -> Trip {
+      let held = fixture.simulator.trip(index: index, atSimulatedSeconds: plan.stops[0].arrival - 30, routeFormat: format)
+      #expect(held.tripStatus == .enrouteToPickup && !held.remainingWaypoints.isEmpty)
+      return held
+    }
+
+    // Waiting at the pickup: no route any more, and the waiting stop's path is gone, so the waypoints come
+    // back (their stops are the same, but their paths changed).
+    let waiting = (plan.stops[0].arrival + plan.stops[0].departure) / 2
+    try await SimFixture.with(simConfiguration(speedup: 1, simulatedNow: waiting)) { fixture in
+      let name = fixture.simulator.tripName(index: index)
+      let held = held(fixture)
+      let trip = try await fixture.getTrip(name, versionsOf: held).get()
+      let fresh = try await fixture.getTrip(name).get()
+      #expect(trip.tripStatus == .arrivedAtPickup)
+      #expect(trip.route.isEmpty && trip.currentRouteSegmentTraffic == nil)
+      #expect(trip.remainingWaypointsRouteVersion != held.remainingWaypointsRouteVersion)
+      #expect(
+        trip.remainingWaypoints.count == held.remainingWaypoints.count,
+        "the waypoints' paths changed at the arrival, but the waypoints were left out")
+      let sameAsFresh = trip.remainingWaypoints == fresh.remainingWaypoints
+      #expect(sameAsFresh, "the waypoints differ from those of a GetTrip without versions")
+      let stop = try #require(trip.remainingWaypoints.first)
+      #expect(stop.distanceMeters?.value == 0 && stop.pathToWaypoint.isEmpty && stop.trafficToWaypoint == nil)
+      #expect(trip.remainingWaypoints.dropFirst().allSatisfy { !$0.pathToWaypoint.isEmpty })
+      // With the waiting trip's versions sent back, they are left out again.
+      let again = try await fixture.getTrip(name, versionsOf: trip).get()
+      #expect(again.tripStatus == .arrivedAtPickup && again.remainingWaypoints.isEmpty)
+    }
+
+    // On the next leg: the new route, its traffic and the waypoints all come back, with newer versions.
+    let driving = plan.stops[0].departure + 60
+    try await SimFixture.with(simConfiguration(speedup: 1, simulatedNow: driving)) { fixture in
+      let name = fixture.simulator.tripName(index: index)
+      for format in [PolylineFormatType.latLngListType, .encodedPolylineType] {
+        let held = held(fixture, format)
+        let trip = try await fixture.getTrip(name, format: format, versionsOf: held).get()
+        let fresh = try await fixture.getTrip(name, format: format).get()
+        #expect(isEnroute(trip.tripStatus) && trip.tripStatus != .enrouteToPickup, "\(trip.tripStatus.protoName)")
+        let sameRoute = trip.route == fresh.route && trip.currentRouteSegment == fresh.currentRouteSegment
+        #expect(sameRoute, "the route differs from that of a GetTrip without versions")
+        #expect(!trip.route.isEmpty || !trip.currentRouteSegment.isEmpty)
+        #expect(trip.currentRouteSegmentTraffic != nil)
+        #expect(trip.currentRouteSegmentTraffic == fresh.currentRouteSegmentTraffic)
+        let sameWaypoints = trip.remainingWaypoints == fresh.remainingWaypoints
+        #expect(!trip.remainingWaypoints.isEmpty && sameWaypoints)
+        #expect(seconds(trip.currentRouteSegmentVersion)! > seconds(held.currentRouteSegmentVersion)!)
+        #expect(seconds(trip.currentRouteSegmentTrafficVersion)! > seconds(held.currentRouteSegmentTrafficVersion)!)
+        #expect(seconds(trip.remainingWaypointsVersion)! > seconds(held.remainingWaypointsVersion)!)
+        #expect(seconds(trip.remainingWaypointsRouteVersion)! > seconds(held.remainingWaypointsRouteVersion)!)
+        // The new leg's versions sent back leave them out again.
+        let again = try await fixture.getTrip(name, format: format, versionsOf: trip).get()
+        #expect(again.route.isEmpty && again.currentRouteSegment.isEmpty)
+        #expect(again.currentRouteSegmentTraffic == nil && again.remainingWaypoints.isEmpty)
       }
-      #expect(drivesOn, "the trip never left the pickup")
-      #expect(sawArrival, "never saw the trip wait at the pickup")
     }
   }
 
@@ -391,7 +458,8 @@ struct FleetSimServiceTests {
 
   @Test func streamsStartFullThenCarryChangesAndEndOKAtTheFinalState() async throws {
     // The completed trip with the shortest way from the pickup to the end; follow it from its arrival at the
-    // pickup, so the streams see legs change, for about 2.5 s of wall-clock time.
+    // pickup (half a second of wall-clock time before it gets there), so the streams see legs change, for about
+    // 3 s of wall-clock time.
     let index = try #require(
       (0..<serviceTripCount).filter { planner.plan(index: $0).canceledAt == nil }.min {
         let a = planner.plan(index: $0)
@@ -399,12 +467,15 @@ struct FleetSimServiceTests {
         return a.finishTime - a.stops[0].arrival < b.finishTime - b.stops[0].arrival
       })
     let plan = planner.plan(index: index)
-    let start = plan.stops[0].arrival + 1
-    let speedup = max((plan.finishTime - start) / 2.5, 60)
+    let speedup = max((plan.finishTime - plan.stops[0].arrival) / 2.5, 60)
+    let start = plan.stops[0].arrival - 0.5 * speedup
     try await SimFixture.with(simConfiguration(speedup: speedup, simulatedNow: start)) { fixture in
       let name = fixture.simulator.tripName(index: index)
-      async let list = fixture.follow(name, format: .latLngListType)
-      async let encoded = fixture.follow(name, format: .encodedPolylineType)
+      // Both calls go out at once, whenever this task next gets a thread.
+      let listStream = fixture.stream(name, format: .latLngListType)
+      let encodedStream = fixture.stream(name, format: .encodedPolylineType)
+      async let list = SimFixture.collect(listStream)
+      async let encoded = SimFixture.collect(encodedStream)
       let streams = try await [(PolylineFormatType.latLngListType, list), (.encodedPolylineType, encoded)]
       var received = 0
       for (format, followed) in streams {
@@ -595,17 +666,22 @@ struct FleetSimServiceTests {
   }
 
   @Test func streamResetsCancelStreamsAfterTheFirstUpdate() async throws {
-    let configuration = simConfiguration(simulatedNow: 200, faults: FaultInjection(streamResetRate: 1))
+    // Two trips under way for minutes yet: every tick changes them.
+    let indexes = (0..<serviceTripCount).filter { !planner.isFinished(index: $0, atSimulatedSeconds: 400) }.prefix(2)
+    try #require(indexes.count == 2)
+    let configuration = simConfiguration(speedup: 1, simulatedNow: 200, faults: FaultInjection(streamResetRate: 1))
     try await SimFixture.with(configuration) { fixture in
-      async let a = fixture.follow(fixture.simulator.tripName(index: 1))
-      async let b = fixture.follow(fixture.simulator.tripName(index: 2))
+      let first = fixture.stream(fixture.simulator.tripName(index: indexes.first!))
+      let second = fixture.stream(fixture.simulator.tripName(index: indexes.last!))
+      async let a = SimFixture.collect(first)
+      async let b = SimFixture.collect(second)
       for followed in try await [a, b] {
         #expect(followed.updates.count == 1)
         #expect(followed.updates.first?.fullTrip == true)
         #expect(followed.error?.code == .cancelled)
       }
       // Unary calls are not reset.
-      #expect(await fixture.unaryCode(fixture.simulator.tripName(index: 1)) == .ok)
+      #expect(await fixture.unaryCode(fixture.simulator.tripName(index: indexes.first!)) == .ok)
       #expect(await pollUntil { await fixture.sim.stats().streamsOpen == 0 })
       let stats = await fixture.sim.stats()
       #expect(stats.injectedResets == 2)
@@ -640,7 +716,7 @@ struct FleetSimServiceTests {
     let faults = FaultInjection(goAwayInterval: .milliseconds(60), dropInterval: .milliseconds(90))
     try await SimFixture.with(simConfiguration(faults: faults)) { fixture in
       #expect(
-        await pollUntil {
+        await pollUntil(timeout: .seconds(30)) {
           let stats = await fixture.sim.stats()
           return stats.injectedGoAways >= 2 && stats.injectedDrops >= 2
         })
