@@ -228,6 +228,10 @@ final class TripFollower: @unchecked Sendable {
   // MARK: - Streaming
 
   private func startStream(token: String?, generation: Int) {
+    // One stream at a time: the retry scheduled after a failed refresh() (a unary fetch next to the
+    // stream) finds the stream still open and healthy. A second one would replace `call`, so stopping
+    // would cancel only the newer and leave the older open on the wire.
+    guard call == nil else { return }
     var request = StreamTripRequest()
     request.header = configuration.requestHeader
     request.name = tripName

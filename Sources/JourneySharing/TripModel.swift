@@ -80,10 +80,15 @@ public final class TripModel: Sendable {
 
   /// The model's updates as an `AsyncSequence`: each element carries the latest
   /// snapshot and what changed since the previous element (a slow consumer gets the
-  /// changes merged). Iterating starts following; the sequence ends when the trip
-  /// reaches its final state (after delivering it), or when the task is cancelled
-  /// or the sequence dropped, which stops following if nothing else subscribes.
+  /// changes merged). Iterating starts following; the iteration ends when the trip
+  /// reaches its final state (after delivering it), or when the task is cancelled or
+  /// the iterator dropped, which stops following if nothing else subscribes.
   public func updates() -> TripModelUpdates {
+    TripModelUpdates(model: self)
+  }
+
+  /// Registers a new update stream; called when a ``TripModelUpdates`` sequence is iterated.
+  func beginStream() -> LatestValueStream<TripModelEvent> {
     let subscription = StreamSubscription(model: self)
     streams.withLock { $0[ObjectIdentifier(subscription)] = subscription }
     subscription.stream.onTermination = { [weak self, weak subscription] in
@@ -91,7 +96,7 @@ public final class TripModel: Sendable {
       self.endStream(subscription)
     }
     follower.add(subscription)
-    return TripModelUpdates(stream: subscription.stream)
+    return subscription.stream
   }
 
   func endStream(_ subscription: StreamSubscription) {
@@ -212,12 +217,13 @@ public struct TripModelUpdate: Sendable {
   public var modelState: TripModelState
 }
 
-/// The ``TripModel/updates()`` sequence.
+/// The ``TripModel/updates()`` sequence. Following starts when it is iterated (not when it
+/// is made), and a sequence that is dropped without being iterated follows nothing.
 public struct TripModelUpdates: AsyncSequence, Sendable {
   public typealias Element = TripModelUpdate
-  let stream: LatestValueStream<TripModelEvent>
+  let model: TripModel
 
-  public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator()) }
+  public func makeAsyncIterator() -> Iterator { Iterator(base: model.beginStream().makeAsyncIterator()) }
 
   /// Iterates the updates.
   public struct Iterator: AsyncIteratorProtocol {

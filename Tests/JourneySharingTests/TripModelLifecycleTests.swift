@@ -1,0 +1,409 @@
+// Tests/JourneySharingTests/TripModelLifecycleTests.swift - stopping, slow subscribers, many trips,
+// updates(), the journey-sharing session and refresh()
+
+import FleetEngineMessages
+import FleetSim
+import GRPCProtocol
+import HTTP2Transport
+import JourneySharing
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@Suite("Stopping")
+struct TripStopTests {
+  @Test(
+    "After unregisterSubscriber returns no callback reaches the subscriber, and the stream is cancelled on the wire")
+  func unregisterStopsCallbacksAndTheStream() async throws {
+    // The trip stays NEW (with updates on every tick) for as long as the test runs.
+    try await FollowFixture.with(followSimConfiguration(speedup: 200, simulatedNow: followNeverStarts)) { fixture in
+      let model = fixture.model(6)
+      // Several subscribers leave one after another while updates keep coming, each in the middle of a
+      // delivery: once armed, a subscriber's next `didUpdate trip` says so and holds its delivery for 50 ms,
+      // and the test unregisters it then. Each counts the callbacks it gets after unregisterSubscriber returned.
+      let count = 4
+      let armed = SharedCounter()
+      let inside = SharedCounter()
+      let unregistered = SharedCounter()
+      let late = SharedCounter()
+      let subscribers = (0..<count).map { number in
+        RecordingSubscriber { _, event in
+          if unregistered.hasBit(number) { late.increment() }
+          if event.isTrip, armed.hasBit(number), !inside.hasBit(number) {
+            inside.setBit(number)
+            usleep(50_000)
+          }
+        }
+      }
+      for subscriber in subscribers { model.register(subscriber) }
+      #expect(await waitUntil { await fixture.sim.stats().streamsOpen == 1 })
+      for (number, subscriber) in subscribers.enumerated() {
+        #expect(await waitUntil { subscriber.trips().count >= 2 }, "subscriber \(number) got no updates")
+        armed.setBit(number)
+        #expect(await waitUntil { inside.hasBit(number) }, "subscriber \(number) got no more updates")
+        model.unregisterSubscriber(subscriber)
+        unregistered.setBit(number)
+        if number < count - 1 {
+          #expect(await model.modelState() == .active)
+        }
+      }
+      #expect(model.subscriberCount == 0)
+      // The last one gone, following stops: the server sees the stream cancelled.
+      #expect(await waitUntil { await fixture.sim.stats().streamsOpen == 0 })
+      #expect(await waitUntil { await fixture.sim.serverStats().callsCancelledByClient >= 1 })
+      #expect(await model.modelState() == .inactive)
+      let deliveredBefore = subscribers.map(\.count)
+      // Updates would have come every 20 ms.
+      try await Task.sleep(for: .milliseconds(200))
+      #expect(late.value == 0, "callbacks after unregisterSubscriber returned")
+      #expect(subscribers.map(\.count) == deliveredBefore)
+      #expect(subscribers.allSatisfy { !$0.finished() && $0.errors().isEmpty })
+      #expect(await fixture.sim.stats().streamsStarted == 1)
+    }
+  }
+
+  @Test("Unregistering from inside a callback returns (no deadlock), and following stops")
+  func unregisterFromInsideACallback() async throws {
+    try await FollowFixture.with(followSimConfiguration(speedup: 200, simulatedNow: followNeverStarts)) { fixture in
+      let model = fixture.model(6)
+      let returned = SharedCounter()
+      let deliveriesAtUnregister = SharedCounter(-1)
+      let subscriber = RecordingSubscriber()
+      subscriber.hook = { [unowned subscriber] model, event in
+        guard event.isTrip, returned.value == 0 else { return }
+        let trips = subscriber.trips().count
+        guard trips >= 3 else { return }
+        model.unregisterSubscriber(subscriber)
+        deliveriesAtUnregister.store(trips)
+        returned.store(1)
+      }
+      model.register(subscriber)
+      #expect(await waitUntil { returned.value == 1 }, "unregisterSubscriber did not return")
+      #expect(await waitUntil { await fixture.sim.stats().streamsOpen == 0 })
+      #expect(await model.modelState() == .inactive)
+      #expect(model.subscriberCount == 0)
+      try await Task.sleep(for: .milliseconds(200))
+      // The delivery that unregistered may finish its own callbacks, but no later delivery comes.
+      #expect(subscriber.trips().count == deliveriesAtUnregister.value)
+      #expect(subscriber.modelStates() == [.active])
+
+      // The model can be followed again afterwards.
+      let again = RecordingSubscriber()
+      model.register(again)
+      #expect(await waitUntil { !again.trips().isEmpty })
+      model.unregisterSubscriber(again)
+      #expect(await waitUntil { await fixture.sim.stats().streamsOpen == 0 })
+    }
+  }
+}
+
+@Suite("Slow subscribers")
+struct SlowSubscriberFollowingTests {
+  @Test("A subscriber sleeping 200 ms per callback delays no other trip, and gets the final state once, merged")
+  func aSlowSubscriberGetsMergedUpdates() async throws {
+    try await FollowFixture.with(followSimConfiguration(speedup: 200)) { fixture in
+      let slowName = fixture.simulator.tripName(index: 10)
+      let fastName = fixture.simulator.tripName(index: 11)
+      let slow = RecordingSubscriber { _, _ in usleep(200_000) }
+      let fast = RecordingSubscriber()
+      fixture.model(10).register(slow)
+      fixture.model(11).register(fast)
+      #expect(await waitUntil(timeout: .seconds(30)) { fast.stopped(fastName) })
+      let slowDeliveriesThen = slow.trips(slowName).count
+      #expect(fast.trips(fastName).count >= 10)
+      #expect(
+        fast.trips(fastName).count >= 4 * max(slowDeliveriesThen, 1),
+        "fast \(fast.trips(fastName).count) vs slow \(slowDeliveriesThen)")
+      checkWholeTrip(fast, index: 11, simulator: fixture.simulator)
+
+      #expect(await waitUntil(timeout: .seconds(40)) { slow.stopped(slowName) })
+      #expect(slow.modelStates(slowName) == [.active, .inactive])
+      let statuses = slow.statuses(slowName)
+      #expect(statuses.count { isFinal($0) } == 1)
+      let delivered = deliveries(slow.events(slowName))
+      #expect(delivered.count < fast.trips(fastName).count)
+      let last = try #require(delivered.last)
+      #expect(last.trip == finalTrip(of: fixture.simulator, index: 10))
+      // What changed while it slept arrives merged into one delivery.
+      #expect(last.fields.isSuperset(of: [.tripStatus, .routeLastVehicleLocation]), "\(last.fields)")
+      #expect(
+        Set(last.callbacks)
+          == expectedCallbacks(for: last.fields, in: TripSnapshot(trip: last.trip!, tripID: "trip-10")))
+      #expect(slow.overlapCount == 0 && fast.overlapCount == 0)
+    }
+  }
+}
+
+/// Counts, per trip, the final statuses and the model becoming inactive.
+private final class FinalCounter: TripModelSubscriber {
+  private let finals = TestLock<[String: Int]>([:])
+  private let inactive = TestLock<Set<String>>([])
+  private let errorCount = Atomic<Int>(0)
+
+  func tripModel(_ tripModel: TripModel, didUpdate tripStatus: TripStatus) {
+    guard isFinal(tripStatus) else { return }
+    finals.withLock { $0[tripModel.tripName, default: 0] += 1 }
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdate modelState: TripModelState) {
+    guard modelState == .inactive else { return }
+    _ = inactive.withLock { $0.insert(tripModel.tripName) }
+  }
+
+  func tripModel(_ tripModel: TripModel, didFailUpdateTripWithError error: (any Error)?) {
+    errorCount.add(1, ordering: .relaxed)
+  }
+
+  var finalCounts: [String: Int] { finals.withLock { $0 } }
+  var inactiveCount: Int { inactive.withLock { $0.count } }
+  var errors: Int { errorCount.load(ordering: .relaxed) }
+}
+
+@Suite("Many trips")
+struct ManyTripsTests {
+  @Test("500 trips followed to the end over at most 8 connections (100 streams each)")
+  func fiveHundredTripsOverFewConnections() async throws {
+    let tripCount = 500
+    try await FollowFixture.with(
+      followSimConfiguration(tripCount: tripCount, speedup: 1_000, updateInterval: .milliseconds(50)),
+      listen: GRPCServerConfiguration(maxConcurrentStreams: 100)
+    ) { fixture in
+      let counter = FinalCounter()
+      let models = (0..<tripCount).map { fixture.model($0) }
+      for model in models { model.register(counter) }
+      let done = await waitUntil(timeout: .seconds(60)) { counter.inactiveCount == tripCount }
+      #expect(done, "\(counter.inactiveCount) of \(tripCount) trips finished")
+      let finals = counter.finalCounts
+      #expect(finals.count == tripCount)
+      #expect(finals.values.allSatisfy { $0 == 1 }, "a final status was delivered more than once")
+      #expect(counter.errors == 0)
+      let server = await fixture.sim.serverStats()
+      #expect(server.connectionsAccepted >= 1 && server.connectionsAccepted <= 8, "\(server)")
+      let stats = await fixture.sim.stats()
+      #expect(stats.streamsCompleted == tripCount, "\(stats)")
+      #expect(stats.streamsOpen == 0)
+      for model in models { model.unregisterSubscriber(counter) }
+    }
+  }
+}
+
+@Suite("updates() sequence")
+struct TripUpdatesSequenceTests {
+  @Test("A slow consumer gets the changes merged, the final state once, and then the sequence ends")
+  func updatesMergeAndEndAfterTheFinalState() async throws {
+    try await FollowFixture.with(followSimConfiguration(speedup: 300)) { fixture in
+      let model = fixture.model(10)
+      var iterator = model.updates().makeAsyncIterator()
+      // The first elements: the model becoming active, then the first trip.
+      var first: TripModelUpdate?
+      while let update = await iterator.next() {
+        #expect(update.error == nil)
+        if update.snapshot != nil {
+          first = update
+          break
+        }
+        #expect(update.modelState == .active)
+      }
+      let firstUpdate = try #require(first)
+      #expect(firstUpdate.updatedPropertyFields.isSuperset(of: [.tripName, .tripStatus, .routeLastVehicleLocation]))
+      #expect(firstUpdate.snapshot?.isFinal == false)
+
+      // Consume nothing until the trip is over: the rest comes as one element.
+      #expect(await waitUntil(timeout: .seconds(30)) { await model.modelState() == .inactive })
+      let merged = try #require(await iterator.next())
+      let snapshot = try #require(merged.snapshot)
+      #expect(snapshot.isFinal)
+      #expect(snapshot.trip == finalTrip(of: fixture.simulator, index: 10))
+      #expect(
+        merged.updatedPropertyFields.isSuperset(of: [.tripStatus, .routeLastVehicleLocation, .activeRoute]),
+        "\(merged.updatedPropertyFields)")
+      #expect(await iterator.next() == nil)
+      #expect(await iterator.next() == nil)
+      #expect(model.subscriberCount == 0)
+      #expect(await fixture.sim.stats().streamsCompleted == 1)
+    }
+  }
+
+  @Test("Every element of a fast consumer has fields; the sequence ends by itself after the final state")
+  func updatesForAFastConsumer() async throws {
+    try await FollowFixture.with(followSimConfiguration(speedup: 400)) { fixture in
+      let model = fixture.model(16)  // canceled
+      var updates: [TripModelUpdate] = []
+      for await update in model.updates() { updates.append(update) }
+      let withTrips = updates.filter { $0.snapshot != nil }
+      #expect(withTrips.count >= 3)
+      #expect(withTrips.allSatisfy { !$0.updatedPropertyFields.isEmpty })
+      #expect(withTrips.count { $0.snapshot!.isFinal && $0.updatedPropertyFields.contains(.tripStatus) } == 1)
+      #expect(updates.last?.snapshot?.tripStatus == .canceled)
+      #expect(updates.last?.snapshot?.trip == finalTrip(of: fixture.simulator, index: 16))
+      #expect(await model.modelState() == .inactive)
+    }
+  }
+
+  @Test("A sequence dropped without being iterated does not keep following")
+  func aDroppedSequenceDoesNotKeepFollowing() async throws {
+    try await FollowFixture.with(followSimConfiguration(speedup: 200, simulatedNow: followNeverStarts)) { fixture in
+      let model = fixture.model(0)
+      do {
+        // Made and dropped: "Iterating starts following; … when the sequence [is] dropped, [it] stops
+        // following if nothing else subscribes" (TripModel.updates()).
+        let updates = model.updates()
+        _ = updates
+      }
+      // Give a stream (wrongly) started time to show.
+      _ = await waitUntil(timeout: .seconds(1)) { await fixture.sim.stats().streamsStarted > 0 }
+      #expect(await fixture.sim.stats().streamsStarted == 0)
+      #expect(await fixture.sim.stats().streamsOpen == 0)
+      #expect(model.subscriberCount == 0)
+      #expect(await model.modelState() == .inactive)
+    }
+  }
+
+  @Test("Cancelling the consuming task stops following: the stream is cancelled on the wire")
+  func cancellingTheConsumerStopsFollowing() async throws {
+    try await FollowFixture.with(followSimConfiguration(speedup: 200, simulatedNow: followNeverStarts)) { fixture in
+      let model = fixture.model(6)
+      let received = SharedCounter()
+      let ended = SharedCounter()
+      let consumer = Task {
+        for await update in model.updates() where update.snapshot != nil {
+          received.increment()
+        }
+        ended.store(1)
+      }
+      #expect(await waitUntil { received.value >= 3 })
+      #expect(await fixture.sim.stats().streamsOpen == 1)
+      consumer.cancel()
+      #expect(await waitUntil { ended.value == 1 }, "the sequence did not end when its task was cancelled")
+      #expect(await waitUntil { await fixture.sim.stats().streamsOpen == 0 })
+      #expect(await model.modelState() == .inactive)
+      #expect(model.subscriberCount == 0)
+      if ended.value == 1 { await consumer.value }
+    }
+  }
+}
+
+@Suite("Journey-sharing session")
+struct JourneySharingSessionFollowingTests {
+  @Test("A session following a trip has a vehicle, the route ahead and GeoJSON; stop unsubscribes")
+  func sessionFollowsATrip() async throws {
+    try await FollowFixture.with(followSimConfiguration(speedup: 200, simulatedNow: followNeverStarts)) { fixture in
+      let model = fixture.model(6)
+      let session = JourneySharingSession(tripModel: model)
+      session.start()
+      let ready = await waitUntil {
+        let state = session.state(at: followWallClock())
+        return state.vehicle != nil && !state.remainingRoute.isEmpty
+      }
+      #expect(ready)
+      let state = session.state(at: followWallClock())
+      #expect(state.vehicle != nil)
+      #expect(!state.remainingRoute.isEmpty)
+      #expect(state.pickup != nil && state.dropoff != nil)
+      #expect(state.cameraBounds != nil)
+      #expect(state.tripStatus != .unknownTripStatus)
+      #expect(session.interpolatedVehicle(at: followWallClock()) != nil)
+      let geoJSON = session.geoJSON(at: followWallClock())
+      #expect(geoJSON.contains("\"FeatureCollection\""))
+      #expect(session.geoJSON().contains("FeatureCollection"))
+      session.stop()
+      #expect(model.subscriberCount == 0)
+      #expect(await waitUntil { await fixture.sim.stats().streamsOpen == 0 })
+      #expect(await model.modelState() == .inactive)
+    }
+  }
+}
+
+@Suite("refresh()")
+struct TripRefreshTests {
+  @Test("refresh() fetches at once while polling slowly, and never runs two fetches at a time")
+  func refreshFetchesPromptlyAndOnlyOnce() async throws {
+    // Long before any trip starts (NEW throughout), every call held 300 ms by the server.
+    let configuration = followSimConfiguration(
+      speedup: 200, simulatedNow: followNeverStarts, faults: FaultInjection(addedLatency: .milliseconds(300)))
+    try await FollowFixture.with(
+      configuration, client: { followClientConfiguration(port: $0, mode: .poll, pollInterval: .seconds(10)) }
+    ) { fixture in
+      let recorder = RecordingSubscriber()
+      let model = fixture.model(0)
+      model.register(recorder)
+      // The first poll.
+      #expect(await waitUntil { recorder.trips().count == 1 })
+      #expect(await fixture.sim.serverStats().callsStarted == 1)
+
+      // One refresh: a call now, not in 10 s.
+      model.refresh()
+      #expect(await waitUntil(timeout: .seconds(5)) { await fixture.sim.serverStats().callsStarted == 2 })
+      #expect(await waitUntil { await fixture.sim.serverStats().openCalls == 0 })
+
+      // Twenty at once: one fetch in flight absorbs the rest.
+      let before = await fixture.sim.serverStats().callsStarted
+      for _ in 0..<20 { model.refresh() }
+      #expect(await waitUntil(timeout: .seconds(5)) { await fixture.sim.serverStats().callsStarted > before })
+      #expect(await waitUntil { await fixture.sim.serverStats().openCalls == 0 })
+      try await Task.sleep(for: .milliseconds(400))
+      let after = await fixture.sim.serverStats().callsStarted
+      #expect(after - before <= 3, "\(after - before) calls for 20 refreshes")
+      #expect(after - before >= 1)
+      #expect(await fixture.sim.stats().streamsStarted == 0)
+      #expect(recorder.errors().isEmpty)
+      model.unregisterSubscriber(recorder)
+    }
+  }
+
+  @Test("A refresh() that fails while the stream is healthy starts no second stream")
+  func aFailedRefreshWhileStreamingKeepsOneStream() async throws {
+    // Every call is held 300 ms by the server, and the client gives a unary GetTrip 100 ms: the refresh
+    // fails DEADLINE_EXCEEDED while the stream (no deadline) is open and fine.
+    let configuration = followSimConfiguration(
+      speedup: 200, simulatedNow: followNeverStarts, faults: FaultInjection(addedLatency: .milliseconds(300)))
+    try await FollowFixture.with(
+      configuration,
+      client: { port in
+        var configuration = followClientConfiguration(port: port, mode: .stream)
+        configuration.callTimeout = .milliseconds(100)
+        return configuration
+      }
+    ) { fixture in
+      let recorder = RecordingSubscriber()
+      let model = fixture.model(0)
+      model.register(recorder)
+      #expect(await waitUntil { await fixture.sim.stats().streamsOpen == 1 && !recorder.trips().isEmpty })
+      model.refresh()
+      #expect(await waitUntil { !recorder.errors().isEmpty })
+      #expect(recorder.errors().map(\.code) == [GRPCStatusCode.deadlineExceeded.rawValue])
+      // The retry after the backoff (20 ms) plus the server's 300 ms would have opened a second stream.
+      try await Task.sleep(for: .milliseconds(600))
+      let streams = await fixture.sim.stats()
+      #expect(streams.streamsStarted == 1, "a second stream was opened next to the healthy one: \(streams)")
+      model.unregisterSubscriber(recorder)
+      // Stopping must leave no stream open on the wire.
+      let closed = await waitUntil(timeout: .seconds(5)) { await fixture.sim.stats().streamsOpen == 0 }
+      let after = await fixture.sim.stats()
+      #expect(closed, "a stream stayed open after following stopped: \(after)")
+    }
+  }
+
+  @Test("refresh() while streaming adds a unary fetch; without following it does nothing")
+  func refreshWhileStreamingAndWhileStopped() async throws {
+    try await FollowFixture.with(followSimConfiguration(speedup: 200, simulatedNow: followNeverStarts)) { fixture in
+      let model = fixture.model(0)
+      model.refresh()  // not following: nothing
+      let recorder = RecordingSubscriber()
+      model.register(recorder)
+      #expect(await waitUntil { await fixture.sim.stats().streamsOpen == 1 })
+      #expect(await fixture.sim.stats().unaryCalls == 0)
+      model.refresh()
+      #expect(await waitUntil { await fixture.sim.stats().unaryCalls == 1 })
+      #expect(recorder.errors().isEmpty)
+      model.unregisterSubscriber(recorder)
+      #expect(await waitUntil { await fixture.sim.stats().streamsOpen == 0 })
+      model.refresh()
+      try await Task.sleep(for: .milliseconds(100))
+      #expect(await fixture.sim.stats().unaryCalls == 1)
+    }
+  }
+}
