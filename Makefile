@@ -9,7 +9,7 @@ BUILD_DIR    := .build/debug
 FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 20
 
-.PHONY: all demo demo-ci test build deps venv swift-test python-test fuzz fuzz-ci format clean
+.PHONY: all demo demo-ci test test-tsan build deps venv swift-test python-test fuzz fuzz-ci format clean
 
 all: build
 
@@ -36,7 +36,7 @@ demo: build
 ## test: install what is missing, build, and run every test
 test: deps venv
 	$(SWIFT) build
-	$(MAKE) swift-test python-test demo-ci fuzz-ci
+	$(MAKE) swift-test python-test demo-ci test-tsan fuzz-ci
 
 ## demo-ci: the demo, short and non-interactive; exits 0 only when every trip finished
 demo-ci:
@@ -50,7 +50,14 @@ python-test:
 	GRPC_INTEROP_CLIENT=$(BUILD_DIR)/grpc-interop-client \
 	TRIPWATCH=$(BUILD_DIR)/tripwatch \
 	FLEETSIM=$(BUILD_DIR)/fleetsim \
-	  $(VENV_PY) -m pytest -q -s Tests/Differential Tests/Interop Tests/Conformance Tests/FleetSim
+	  $(VENV_PY) -m pytest -q -s Tests/Differential Tests/Interop Tests/Conformance Tests/FleetSim \
+	    Tests/FleetEngineFake
+
+## test-tsan: the concurrency tests (delivery pipeline, consumer API, channel) under ThreadSanitizer
+TSAN_FILTER ?= UpdatePipelineTests|JourneySharingTests|HTTP2TransportTests
+test-tsan:
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter '$(TSAN_FILTER)'
 
 ## fuzz: run the libFuzzer targets for FUZZ_SECONDS each
 fuzz: deps

@@ -24,7 +24,7 @@ public final class FleetSim: Sendable {
   public var simulator: TripSimulator { service.simulator }
   private let service: FleetSimService
   private let server: GRPCServer
-  private let faultTasks = Mutex<[Task<Void, Never>]>([])
+  private let faultTasks = Locked<[Task<Void, Never>]>([])
 
   /// Creates the server on `listen` (default: 127.0.0.1, a free port, h2c).
   ///

@@ -32,7 +32,7 @@ package func monotonicNanoseconds() -> UInt64 {
 ///
 /// `@unchecked Sendable`: the mutable state is either confined to the loop
 /// thread (handlers, timers; checked with `assertInEventLoop`) or guarded by a
-/// `Mutex` (the cross-thread task queue).
+/// a pthread mutex (the cross-thread task queue; see Locked.swift).
 package final class EventLoop: @unchecked Sendable {
   package typealias TimerID = UInt64
 
@@ -48,7 +48,7 @@ package final class EventLoop: @unchecked Sendable {
   private let threadID = Atomic<UInt64>(0)
 
   // Cross-thread state.
-  private let pendingTasks = Mutex<[@Sendable () -> Void]>([])
+  private let pendingTasks = Locked<[@Sendable () -> Void]>([])
   private let wakeupPending = Atomic<Bool>(false)
   private let stopping = Atomic<Bool>(false)
 

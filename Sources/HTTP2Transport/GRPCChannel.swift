@@ -209,7 +209,7 @@ private final class UnaryCollector: GRPCCallHandler, @unchecked Sendable {
     var headers = GRPCMetadata()
     var message: [UInt8]?
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   func setContinuation(_ continuation: CheckedContinuation<Result<GRPCUnaryResponse, GRPCError>, Never>) {
     state.withLock { $0.continuation = continuation }

@@ -110,7 +110,7 @@ public final class GRPCServer: Sendable {
   @discardableResult
   public func start() throws(GRPCError) -> Int {
     let core = core
-    let result = Mutex<Result<Int, GRPCError>?>(nil)
+    let result = Locked<Result<Int, GRPCError>?>(nil)
     let done = Atomic<Bool>(false)
     loop.execute {
       let outcome = Result { () throws(GRPCError) -> Int in try core.value.listen() }

@@ -64,7 +64,7 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
       var cancelRequested = false
       var releasePending = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func setHandle(_ handle: GRPCCallHandle) {
       let cancel = state.withLock { state -> Bool in

@@ -61,7 +61,7 @@ final class ServicesCore: Sendable {
 /// Hands out trip models: the counterpart of the SDK's `GMTCTripService`.
 public final class TripService: Sendable {
   let core: ServicesCore
-  private let models = Mutex<[String: TripModel]>([:])
+  private let models = Locked<[String: TripModel]>([:])
 
   init(core: ServicesCore) { self.core = core }
 

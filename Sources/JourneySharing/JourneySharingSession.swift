@@ -1,6 +1,7 @@
 // Sources/JourneySharing/JourneySharingSession.swift - the map's state of a followed trip, without a map
 
 public import FleetEngineMessages
+import HTTP2Transport
 import Synchronization
 
 /// The state a journey-sharing map would show for one trip, kept up to date from
@@ -22,12 +23,12 @@ import Synchronization
 public final class JourneySharingSession: TripModelSubscriber {
   /// The model the session follows.
   public let tripModel: TripModel
-  private let builder: Mutex<MapStateBuilder>
+  private let builder: Locked<MapStateBuilder>
 
   /// A session for `tripModel`; call ``start()`` to begin receiving its updates.
   public init(tripModel: TripModel, maxTraveledPoints: Int = 2_000) {
     self.tripModel = tripModel
-    self.builder = Mutex(MapStateBuilder(tripName: tripModel.tripName, maxTraveledPoints: maxTraveledPoints))
+    self.builder = Locked(MapStateBuilder(tripName: tripModel.tripName, maxTraveledPoints: maxTraveledPoints))
   }
 
   /// Subscribes to the model (which starts following if needed).

@@ -2,6 +2,7 @@
 
 public import FleetEngineMessages
 public import GRPCProtocol
+import HTTP2Transport
 import Synchronization
 import UpdatePipeline
 
@@ -35,8 +36,8 @@ public final class TripModel: Sendable {
   /// The parsed name, or nil when the name is invalid (then every fetch fails INVALID_ARGUMENT).
   public let parsedName: TripName?
   let follower: TripFollower
-  private let registry = Mutex<[ObjectIdentifier: SubscriberJob]>([:])
-  private let streams = Mutex<[ObjectIdentifier: StreamSubscription]>([:])
+  private let registry = Locked<[ObjectIdentifier: SubscriberJob]>([:])
+  private let streams = Locked<[ObjectIdentifier: StreamSubscription]>([:])
 
   init(tripName: String, services: ServicesCore) {
     self.tripName = tripName

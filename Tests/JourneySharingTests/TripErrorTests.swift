@@ -154,10 +154,9 @@ struct TripAuthorizationTests {
       #expect(!recorder.trips().isEmpty)
       #expect(recorder.errors().isEmpty, "\(recorder.errors())")
       #expect(Set(provider.tokens).count == provider.calls)
-      // Fetched because the token was about to expire, not for every call.
-      let stats = await fixture.sim.stats()
-      #expect(stats.unaryCalls > provider.calls)
-      #expect(stats.unauthenticated == 0)
+      // Fetched because the token was about to expire, not for every call: calls outnumber fetches.
+      #expect(await waitUntil { await fixture.sim.stats().unaryCalls > provider.calls })
+      #expect(await fixture.sim.stats().unauthenticated == 0)
       model.unregisterSubscriber(recorder)
     }
   }

@@ -18,6 +18,7 @@
 // - vehicle_waypoints is left empty: Fleet Engine never returns it from GetTrip.
 
 public import FleetEngineMessages
+import HTTP2Transport
 import Synchronization
 
 /// The deterministic trip simulation: trip `providers/{provider}/trips/trip-{i}` for `i` in `0..<tripCount`,
@@ -349,12 +350,12 @@ extension TripPlan.Leg {
 /// Planning happens outside the lock; two threads racing on one index both plan, and either result is
 /// the same plan.
 final class PlanCache: Sendable {
-  private let slots: Mutex<[TripPlan?]>
+  private let slots: Locked<[TripPlan?]>
   private let capacity: Int
 
   init(capacity: Int) {
     self.capacity = capacity
-    self.slots = Mutex([TripPlan?](repeating: nil, count: capacity))
+    self.slots = Locked([TripPlan?](repeating: nil, count: capacity))
   }
 
   func plan(index: Int, make: () -> TripPlan) -> TripPlan {
