@@ -179,11 +179,18 @@ final class ChannelCore: ClientConnectionDelegate {
   private func resolve() {
     guard !resolving else { return }
     resolving = true
+    // Numeric addresses and localhost resolve at once without DNS: do it here, so making a
+    // connection never waits for another thread.
     let host = host
     let port = port
+    if TLSEngine.isIPAddress(host) || host == "localhost" {
+      resolved(Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) })
+      return
+    }
     let core = LoopBound(unchecked: self, loop: loop)
-    // getaddrinfo blocks: run it away from the event loop.
-    Task.detached {
+    // getaddrinfo blocks: run it on a thread of its own, not on the event loop and not on
+    // Swift's cooperative pool (which callers may be keeping busy).
+    detachThread {
       let result = Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) }
       core.loop.execute {
         core.value.resolved(result)

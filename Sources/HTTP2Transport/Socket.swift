@@ -158,3 +158,28 @@ package enum Socket {
     throw SocketError("accept")
   }
 }
+
+/// Runs `body` on a new detached thread (for blocking calls such as getaddrinfo).
+package func detachThread(_ body: @escaping @Sendable () -> Void) {
+  final class Box: Sendable {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+  }
+  let box = Unmanaged.passRetained(Box(body))
+  var thread = pthread_t()
+  var attributes = pthread_attr_t()
+  pthread_attr_init(&attributes)
+  pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+  // The thread takes over the retain on the box.
+  let rc = pthread_create(
+    &thread, &attributes,
+    { raw in
+      Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+      return nil
+    }, box.toOpaque())
+  pthread_attr_destroy(&attributes)
+  if rc != 0 {
+    // No thread could be made: run it here rather than never.
+    box.takeRetainedValue().body()
+  }
+}

@@ -37,7 +37,7 @@ let underThreadSanitizer: Bool = {
 
 /// How many wall-clock seconds after its server starts a test's trips begin: time to set up and subscribe
 /// first, so the whole trip is seen from NEW (longer under ThreadSanitizer).
-let followLeadTime: Double = underThreadSanitizer ? 8 : 1
+let followLeadTime: Double = underThreadSanitizer ? 8 : 3
 
 /// A simulated "now" long before every trip starts: the trips stay NEW (still moving their location's
 /// timestamps on every update) for hours. For tests that need a trip under way for as long as they run.
