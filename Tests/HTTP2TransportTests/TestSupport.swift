@@ -248,7 +248,16 @@ struct Fixture {
 // MARK: - Waiting
 
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(5), _ condition: () async -> Bool) async -> Bool {
+/// Whether this process runs under ThreadSanitizer (which makes everything several times slower).
+let underThreadSanitizer: Bool = {
+  guard let process = dlopen(nil, RTLD_NOW) else { return false }
+  return dlsym(process, "__tsan_init") != nil
+}()
+
+/// The default wait of `eventually`: 5 s, 30 s under ThreadSanitizer.
+let eventuallyTimeout: Duration = underThreadSanitizer ? .seconds(30) : .seconds(5)
+
+func eventually(timeout: Duration = eventuallyTimeout, _ condition: () async -> Bool) async -> Bool {
   let clock = ContinuousClock()
   let end = clock.now.advanced(by: timeout)
   while true {
