@@ -28,6 +28,7 @@ mkdir -p "$OUT/modules" "$OUT/obj" "$OUT/module-cache"
 # The package's settings (Package.swift's defaultSwiftSettings), plus fuzzing instrumentation.
 FLAGS=(
   -swift-version 6
+  -package-name journeysharing
   -enable-upcoming-feature ExistentialAny
   -enable-upcoming-feature MemberImportVisibility
   -sanitize=fuzzer,address

@@ -202,13 +202,13 @@ extension Trip {
 /// Each conformance checks its floating-point-bearing fields bit by bit, then
 /// compares copies with those fields cleared using `==`; a field added to the
 /// type later is then still compared (with `==`) without touching this code.
-protocol BitwiseComparable {
+package protocol BitwiseComparable {
   /// Whether `self` and `other` are equal with floating-point numbers compared by bit pattern.
   func isBitwiseEqual(to other: Self) -> Bool
 }
 
 /// Whether two optional messages are both absent, or both present and bitwise equal.
-func bitwiseEqual<T: BitwiseComparable>(_ a: T?, _ b: T?) -> Bool {
+package func bitwiseEqual<T: BitwiseComparable>(_ a: T?, _ b: T?) -> Bool {
   switch (a, b) {
   case (nil, nil): true
   case (let a?, let b?): a.isBitwiseEqual(to: b)
@@ -217,7 +217,7 @@ func bitwiseEqual<T: BitwiseComparable>(_ a: T?, _ b: T?) -> Bool {
 }
 
 /// Whether two repeated fields have the same length and bitwise equal elements.
-func bitwiseEqual<T: BitwiseComparable>(_ a: [T], _ b: [T]) -> Bool {
+package func bitwiseEqual<T: BitwiseComparable>(_ a: [T], _ b: [T]) -> Bool {
   guard a.count == b.count else { return false }
   // Snapshots built from the same plan share array storage: equal without looking.
   let sameStorage = a.withUnsafeBufferPointer { pa in
@@ -232,24 +232,24 @@ func bitwiseEqual<T: BitwiseComparable>(_ a: [T], _ b: [T]) -> Bool {
 
 extension Double {
   /// Equality by bit pattern: NaN equals an identical NaN, -0.0 differs from 0.0.
-  @inline(__always) func isBitwiseEqual(to other: Double) -> Bool { bitPattern == other.bitPattern }
+  @inline(__always) package func isBitwiseEqual(to other: Double) -> Bool { bitPattern == other.bitPattern }
 }
 
 extension LatLng: BitwiseComparable {
-  func isBitwiseEqual(to other: LatLng) -> Bool {
+  package func isBitwiseEqual(to other: LatLng) -> Bool {
     latitude.isBitwiseEqual(to: other.latitude) && longitude.isBitwiseEqual(to: other.longitude)
       && unknownFields == other.unknownFields
   }
 }
 
 extension DoubleValue: BitwiseComparable {
-  func isBitwiseEqual(to other: DoubleValue) -> Bool {
+  package func isBitwiseEqual(to other: DoubleValue) -> Bool {
     value.isBitwiseEqual(to: other.value) && unknownFields == other.unknownFields
   }
 }
 
 extension TerminalLocation: BitwiseComparable {
-  func isBitwiseEqual(to other: TerminalLocation) -> Bool {
+  package func isBitwiseEqual(to other: TerminalLocation) -> Bool {
     guard bitwiseEqual(point, other.point) else { return false }
     var a = self
     var b = other
@@ -260,7 +260,7 @@ extension TerminalLocation: BitwiseComparable {
 }
 
 extension StopLocation: BitwiseComparable {
-  func isBitwiseEqual(to other: StopLocation) -> Bool {
+  package func isBitwiseEqual(to other: StopLocation) -> Bool {
     guard bitwiseEqual(point, other.point) else { return false }
     var a = self
     var b = other
@@ -271,7 +271,7 @@ extension StopLocation: BitwiseComparable {
 }
 
 extension TripWaypoint: BitwiseComparable {
-  func isBitwiseEqual(to other: TripWaypoint) -> Bool {
+  package func isBitwiseEqual(to other: TripWaypoint) -> Bool {
     guard bitwiseEqual(location, other.location), bitwiseEqual(pathToWaypoint, other.pathToWaypoint) else {
       return false
     }
@@ -286,7 +286,7 @@ extension TripWaypoint: BitwiseComparable {
 }
 
 extension TripAttribute: BitwiseComparable {
-  func isBitwiseEqual(to other: TripAttribute) -> Bool {
+  package func isBitwiseEqual(to other: TripAttribute) -> Bool {
     guard case .numberValue(let x) = tripAttributeValue, case .numberValue(let y) = other.tripAttributeValue else {
       return self == other
     }
@@ -300,7 +300,7 @@ extension TripAttribute: BitwiseComparable {
 }
 
 extension VehicleLocation: BitwiseComparable {
-  func isBitwiseEqual(to other: VehicleLocation) -> Bool {
+  package func isBitwiseEqual(to other: VehicleLocation) -> Bool {
     guard bitwiseEqual(location, other.location), bitwiseEqual(rawLocation, other.rawLocation),
       bitwiseEqual(flpLocation, other.flpLocation), bitwiseEqual(supplementalLocation, other.supplementalLocation),
       bitwiseEqual(horizontalAccuracy, other.horizontalAccuracy), bitwiseEqual(latlngAccuracy, other.latlngAccuracy),

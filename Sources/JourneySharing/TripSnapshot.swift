@@ -1,7 +1,6 @@
 // Sources/JourneySharing/TripSnapshot.swift - a trip as a subscriber sees it, with what the SDK derives
 
 public import FleetEngineMessages
-import ProtoWire
 
 /// An immutable view of a followed trip at one moment: the merged `Trip` (this
 /// trip's waypoints only, for shared trips) and the values the Consumer SDK
@@ -117,14 +116,14 @@ public final class TripSnapshot: Sendable {
     if a.vehicleId != b.vehicleId { fields.insert(.vehicleID) }
     if a.tripType != b.tripType { fields.insert(.tripType) }
     if a.tripStatus != b.tripStatus { fields.insert(.tripStatus) }
-    if old.pickupLocation != pickupLocation { fields.insert(.pickupLocation) }
+    if !bitwiseEqual(old.pickupLocation, pickupLocation) { fields.insert(.pickupLocation) }
     if a.pickupTime != b.pickupTime { fields.insert(.pickupTime) }
-    if old.dropoffLocation != dropoffLocation { fields.insert(.dropoffLocation) }
+    if !bitwiseEqual(old.dropoffLocation, dropoffLocation) { fields.insert(.dropoffLocation) }
     if a.dropoffTime != b.dropoffTime { fields.insert(.dropoffTime) }
-    if !Self.sameBits(a.lastLocation, b.lastLocation) { fields.insert(.routeLastVehicleLocation) }
+    if !bitwiseEqual(a.lastLocation, b.lastLocation) { fields.insert(.routeLastVehicleLocation) }
     if a.numberOfPassengers != b.numberOfPassengers { fields.insert(.numberOfPassengers) }
-    if !Self.sameBits(a.remainingWaypoints, b.remainingWaypoints) { fields.insert(.remainingWaypoints) }
-    if !Self.sameBits(a.intermediateDestinations, b.intermediateDestinations) {
+    if !bitwiseEqual(a.remainingWaypoints, b.remainingWaypoints) { fields.insert(.remainingWaypoints) }
+    if !bitwiseEqual(a.intermediateDestinations, b.intermediateDestinations) {
       fields.insert(.intermediateDestinations)
     }
     if a.intermediateDestinationIndex != b.intermediateDestinationIndex { fields.insert(.intermediateDestinationIndex) }
@@ -132,9 +131,9 @@ public final class TripSnapshot: Sendable {
       fields.insert(.remainingDistanceOfActiveRouteInMeters)
     }
     if old.remainingRouteDistance != remainingRouteDistance { fields.insert(.distanceOfRemainingRouteInMeters) }
-    if !Self.sameBits(old.activeRoute, activeRoute) { fields.insert(.activeRoute) }
+    if !bitwiseEqual(old.activeRoute, activeRoute) { fields.insert(.activeRoute) }
     if old.activeRouteTraffic != activeRouteTraffic { fields.insert(.activeRouteTraffic) }
-    if !Self.sameBits(old.remainingRoute, remainingRoute) { fields.insert(.remainingRoute) }
+    if !bitwiseEqual(old.remainingRoute, remainingRoute) { fields.insert(.remainingRoute) }
     if old.remainingRouteTraffic != remainingRouteTraffic { fields.insert(.remainingRouteTraffic) }
     if !Self.sameBits(old.etaToNextWaypoint, etaToNextWaypoint) { fields.insert(.etaToNextWaypoint) }
     if !Self.sameBits(old.pickupETA, pickupETA) { fields.insert(.pickupETA) }
@@ -167,22 +166,8 @@ public final class TripSnapshot: Sendable {
     return fields
   }
 
-  // Floating point compared by bit pattern (through the encoding), so a NaN does not
+  // Floating point compared by bit pattern (as Trip.changedFields does), so a NaN does not
   // count as a change on every update.
-  static func sameBits<M: ProtoMessage>(_ a: M?, _ b: M?) -> Bool {
-    switch (a, b) {
-    case (nil, nil): true
-    case (let x?, let y?): x == y || x.serializedBytes() == y.serializedBytes()
-    default: false
-    }
-  }
-
-  static func sameBits<M: ProtoMessage>(_ a: [M], _ b: [M]) -> Bool {
-    guard a.count == b.count else { return false }
-    for index in a.indices where !sameBits(a[index], b[index]) { return false }
-    return true
-  }
-
   static func sameBits(_ a: Double?, _ b: Double?) -> Bool {
     a?.bitPattern == b?.bitPattern
   }
