@@ -14,6 +14,11 @@ let defaultSwiftSettings: [SwiftSetting] = [
 let products: [Product] = [
   .library(name: "ProtoWire", targets: ["ProtoWire"]),
   .library(name: "FleetEngineMessages", targets: ["FleetEngineMessages"]),
+  .library(name: "GRPCProtocol", targets: ["GRPCProtocol"]),
+  .library(name: "HTTP2Transport", targets: ["HTTP2Transport"]),
+  .library(name: "UpdatePipeline", targets: ["UpdatePipeline"]),
+  .library(name: "JourneySharing", targets: ["JourneySharing"]),
+  .library(name: "FleetSim", targets: ["FleetSim"]),
   .executable(name: "protowire-conformance", targets: ["protowire-conformance"]),
   .executable(name: "grpc-interop-client", targets: ["grpc-interop-client"]),
   .executable(name: "tripwatch", targets: ["tripwatch"]),

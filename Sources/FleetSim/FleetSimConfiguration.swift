@@ -21,16 +21,41 @@ public struct FleetSimConfiguration: Sendable {
   public var auth: Auth?
   /// Faults to inject.
   public var faults: FaultInjection
+  /// Synthetic streams for load tests instead of the simulated trips' progress; nil (the default)
+  /// serves the simulation.
+  public var load: LoadGeneration?
 
   /// A configuration.
   public init(
     simulation: SimulationConfiguration, updateInterval: Duration = .seconds(1), auth: Auth? = nil,
-    faults: FaultInjection = FaultInjection()
+    faults: FaultInjection = FaultInjection(), load: LoadGeneration? = nil
   ) {
     self.simulation = simulation
     self.updateInterval = updateInterval
     self.auth = auth
     self.faults = faults
+    self.load = load
+  }
+}
+
+/// How streaming GetTrip behaves in load-generation mode: the first message is the
+/// simulated trip in full (as always); after it, each stream gets a small update (the
+/// vehicle's location, the ETA to the next waypoint and the remaining distance, with
+/// `sequence` and `send_time` set) at a fixed rate, or as fast as flow control allows,
+/// until the client cancels. Trips never finish. Unary GetTrip and the checks (auth, names,
+/// faults) are unchanged.
+public struct LoadGeneration: Sendable, Hashable {
+  /// Small updates per second per stream; nil sends as fast as each stream's flow-control
+  /// window takes them.
+  public var updatesPerSecond: Double?
+  /// Without a rate: a stream gets its next update only while fewer than this many bytes
+  /// are waiting for its flow-control window. Default 8 KiB.
+  public var maxBufferedBytes: Int
+
+  /// A load profile.
+  public init(updatesPerSecond: Double?, maxBufferedBytes: Int = 8 << 10) {
+    self.updatesPerSecond = updatesPerSecond.map { $0 > 0 && $0.isFinite ? $0 : 1 }
+    self.maxBufferedBytes = max(1, maxBufferedBytes)
   }
 }
 

@@ -64,7 +64,15 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
   let configuration: FleetSimConfiguration
   let simulator: TripSimulator
   let logger: Logger
-  private(set) var stats = FleetSimStats()
+  private var counters = FleetSimStats()
+  /// The synthetic streams, in load-generation mode.
+  private let load: LoadGenerator?
+  /// The counters, the load generator's updates included.
+  var stats: FleetSimStats {
+    var stats = counters
+    stats.updatesSent += load?.sent ?? 0
+    return stats
+  }
   private var streams: [ObjectIdentifier: FollowedStream] = [:]
   private var tickerRunning = false
   private var random: SplitMix64
@@ -74,17 +82,18 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
     self.simulator = TripSimulator(configuration: configuration.simulation)
     self.logger = logger
     self.random = SplitMix64(state: configuration.faults.seed)
+    self.load = configuration.load.map { LoadGenerator(profile: $0) }
   }
 
-  func countGoAway() { stats.injectedGoAways += 1 }
-  func countDrop() { stats.injectedDrops += 1 }
+  func countGoAway() { counters.injectedGoAways += 1 }
+  func countDrop() { counters.injectedDrops += 1 }
 
   // MARK: - Dispatch
 
   func handle(_ call: GRPCServerCall) {
     let latency = configuration.faults.addedLatency
     if latency > .zero {
-      stats.delayedCalls += 1
+      counters.delayedCalls += 1
       call.schedule(after: latency) { [self] in
         if !call.isClosed { dispatch(call) }
       }
@@ -96,10 +105,10 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
   private func dispatch(_ call: GRPCServerCall) {
     switch call.path {
     case FleetSimMethods.unaryGetTrip:
-      stats.unaryCalls += 1
+      counters.unaryCalls += 1
       unaryGetTrip(call)
     case FleetSimMethods.streamingGetTrip:
-      stats.streamsStarted += 1
+      counters.streamsStarted += 1
       streamingGetTrip(call)
     default:
       call.finish(GRPCStatus(code: .unimplemented, message: "method \(call.path) is not implemented"))
@@ -110,7 +119,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
   /// injected faults, the token, the name's form, the token's trip, the trip's existence.
   private func admit(_ call: GRPCServerCall, name: String) -> Int? {
     if configuration.faults.failureRate > 0, Double.random(in: 0..<1, using: &random) < configuration.faults.failureRate {
-      stats.injectedFailures += 1
+      counters.injectedFailures += 1
       call.finish(GRPCStatus(code: configuration.faults.failureCode, message: "injected failure"))
       return nil
     }
@@ -119,13 +128,13 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
       switch authenticate(call, auth) {
       case .granted(let tripID): tokenTripID = tripID
       case .refused(let status):
-        stats.unauthenticated += 1
+        counters.unauthenticated += 1
         call.finish(status)
         return nil
       }
     }
     guard let tripName = TripName(parsing: name) else {
-      stats.invalidArgument += 1
+      counters.invalidArgument += 1
       call.finish(
         GRPCStatus(
           code: .invalidArgument,
@@ -133,12 +142,12 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
       return nil
     }
     if let tokenTripID, tokenTripID != "*", tokenTripID != tripName.tripID {
-      stats.permissionDenied += 1
+      counters.permissionDenied += 1
       call.finish(GRPCStatus(code: .permissionDenied, message: "the token does not grant access to this trip"))
       return nil
     }
     guard let index = simulator.tripIndex(forName: name) else {
-      stats.notFound += 1
+      counters.notFound += 1
       call.finish(GRPCStatus(code: .notFound, message: "trip \(name) not found"))
       return nil
     }
@@ -244,17 +253,24 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
     first.trip = trip
     first.fullTrip = true
     send(first, on: stream, now: now)
+    if let load {
+      // Load generation: small updates until the client cancels.
+      counters.streamsOpen += 1
+      call.onCancel { [weak self] in self?.counters.streamsOpen -= 1 }
+      load.add(call, trip: trip, sequence: stream.sequence)
+      return
+    }
     if Self.isFinal(trip) {
-      stats.streamsCompleted += 1
+      counters.streamsCompleted += 1
       call.finish(.ok)
       return
     }
     let key = ObjectIdentifier(call)
     streams[key] = stream
-    stats.streamsOpen += 1
+    counters.streamsOpen += 1
     call.onCancel { [weak self] in
       guard let self, self.streams.removeValue(forKey: key) != nil else { return }
-      self.stats.streamsOpen -= 1
+      self.counters.streamsOpen -= 1
     }
     startTicker(using: call)
   }
@@ -265,7 +281,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
     update.sequence = stream.sequence
     update.sendTime = Timestamp(unixTime: now)
     stream.call.send(update.serializedBytes())
-    stats.updatesSent += 1
+    counters.updatesSent += 1
   }
 
   static func isFinal(_ trip: Trip) -> Bool {
@@ -296,7 +312,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
     for (key, stream) in streams {
       if stream.call.isClosed {
         streams[key] = nil
-        stats.streamsOpen -= 1
+        counters.streamsOpen -= 1
         continue
       }
       let trip = simulator.trip(index: stream.index, atSimulatedSeconds: seconds, routeFormat: stream.routeFormat)
@@ -305,9 +321,9 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
         if configuration.faults.streamResetRate > 0,
           Double.random(in: 0..<1, using: &random) < configuration.faults.streamResetRate
         {
-          stats.injectedResets += 1
+          counters.injectedResets += 1
           streams[key] = nil
-          stats.streamsOpen -= 1
+          counters.streamsOpen -= 1
           stream.call.reset(errorCode: 8)  // CANCEL: the client sees CANCELLED and follows again.
           continue
         }
@@ -319,8 +335,8 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
       }
       if Self.isFinal(trip) {
         streams[key] = nil
-        stats.streamsOpen -= 1
-        stats.streamsCompleted += 1
+        counters.streamsOpen -= 1
+        counters.streamsCompleted += 1
         stream.call.finish(.ok)
         continue
       }

@@ -21,7 +21,7 @@ final class ChannelCore: ClientConnectionDelegate {
 
   private var connections: [ClientConnection] = []
   private var nextConnectionID = 1
-  private var waiting: [PendingCall] = []
+  private var waiting = FIFOQueue<PendingCall>()
   private var activeCalls: [UInt64: (connection: ClientConnection, call: PendingCall)] = [:]
   private var queuedCalls: [UInt64: PendingCall] = [:]
 
@@ -134,8 +134,9 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   private func drainWaiting() {
-    while !waiting.isEmpty, let connection = connections.first(where: { $0.canStartStream }) {
-      let call = waiting.removeFirst()
+    while !waiting.isEmpty, let connection = connections.first(where: { $0.canStartStream }),
+      let call = waiting.popFirst()
+    {
       queuedCalls[call.id] = nil
       activeCalls[call.id] = (connection, call)
       connection.start(call)

@@ -53,8 +53,9 @@ final class TripFollower: @unchecked Sendable {
   private var call: GRPCCallHandle?
   private var fetchInFlight = false
   private var timer: EventLoop.TimerID?
-  private var trip = Trip()
-  private var snapshot: TripSnapshot?
+  private var state: TripState
+  private var snapshot: TripSnapshot? { state.snapshot }
+  private var trip: Trip { state.trip }
   private var lastError: GRPCError?
   private var modelState: TripModelState = .inactive
   private var finished = false
@@ -66,6 +67,7 @@ final class TripFollower: @unchecked Sendable {
     self.tripName = tripName
     self.parsedName = parsedName
     self.services = services
+    self.state = TripState(tripID: parsedName?.tripID ?? "")
   }
 
   // MARK: - Entry points (any thread)
@@ -254,9 +256,8 @@ final class TripFollower: @unchecked Sendable {
       failed(GRPCError(code: .internalError, message: "malformed TripUpdate from the server: \(error)"))
       return
     }
-    trip.apply(update)
     failures = 0
-    emit()
+    emit(state.apply(update))
   }
 
   fileprivate func streamFinished(_ status: GRPCStatus, trailers: GRPCMetadata, generation: Int) {
@@ -316,9 +317,8 @@ final class TripFollower: @unchecked Sendable {
       failed(GRPCError(code: .internalError, message: "malformed Trip from the server: \(error)"))
       return
     }
-    trip = Self.merge(response: response, into: trip, request: request)
     failures = 0
-    emit()
+    emit(state.replace(with: Self.merge(response: response, into: trip, request: request)))
     if scheduleNext && fetch == .poll && !finished {
       schedule(after: configuration.pollInterval) { self.attempt() }
     }
@@ -382,15 +382,11 @@ final class TripFollower: @unchecked Sendable {
 
   // MARK: - Results
 
-  /// Derives the snapshot, diffs it and offers it to every subscriber.
-  private func emit() {
-    guard let parsedName else { return }
-    let new = TripSnapshot(trip: trip, tripID: parsedName.tripID)
-    let changes = new.changedProperties(from: snapshot)
-    snapshot = new
-    guard !changes.isEmpty else { return }
+  /// Offers the new snapshot to every subscriber, with what changed.
+  private func emit(_ changes: TripPropertyFields) {
+    guard !changes.isEmpty, let snapshot else { return }
     publish(changes.rawValue)
-    if new.isFinal && !finished {
+    if snapshot.isFinal && !finished {
       // The final state has been handed over: following ends here.
       finished = true
       stopFollowing()
@@ -416,6 +412,54 @@ final class TripFollower: @unchecked Sendable {
       "fetching failed",
       metadata: ["trip": "\(tripName)", "code": "\(error.code.name)", "retry_in": "\(delay)"])
     schedule(after: delay) { self.attempt() }
+  }
+}
+
+/// One followed trip's merged state: the current snapshot, and how an update or a polled
+/// trip becomes the next one (merge, derive, diff). Its snapshot's storage is reused when
+/// nothing else holds it any more, so a steady stream of updates allocates nothing here.
+struct TripState {
+  let tripID: String
+  private(set) var snapshot: TripSnapshot?
+
+  init(tripID: String) {
+    self.tripID = tripID
+  }
+
+  /// The merged trip (empty before the first fetch).
+  var trip: Trip { snapshot?.trip ?? Trip() }
+
+  /// Merges a streaming update; returns what changed for subscribers.
+  mutating func apply(_ update: TripUpdate) -> TripPropertyFields {
+    var trip = snapshot?.values.trip ?? Trip()
+    trip.apply(update)
+    return install(trip, sendTime: update.sendTime?.unixTime, sequence: update.sequence)
+  }
+
+  /// Replaces the trip with a polled one (already merged with what was held); returns what changed.
+  mutating func replace(with trip: Trip) -> TripPropertyFields {
+    install(trip, sendTime: nil, sequence: 0)
+  }
+
+  private mutating func install(_ trip: Trip, sendTime: Double?, sequence: UInt64) -> TripPropertyFields {
+    guard snapshot != nil else {
+      var values = TripSnapshot.Values(trip: trip, tripID: tripID, previous: nil)
+      values.updateSendTime = sendTime
+      values.updateSequence = sequence
+      let first = TripSnapshot(values: values)
+      snapshot = first
+      return first.presentProperties
+    }
+    var values = TripSnapshot.Values(trip: trip, tripID: tripID, previous: snapshot!.values)
+    values.updateSendTime = sendTime
+    values.updateSequence = sequence
+    let changes = values.changedProperties(from: snapshot!.values)
+    if isKnownUniquelyReferenced(&snapshot!) {
+      snapshot!.replace(with: values)
+    } else {
+      snapshot = TripSnapshot(values: values)
+    }
+    return changes
   }
 }
 

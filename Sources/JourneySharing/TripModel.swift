@@ -135,8 +135,6 @@ final class SubscriberJob: DeliveryJob, Deliverable {
   private let executor: DeliveryExecutor
   private let flags = Atomic<Int>(0)
   private let deliveringThread = Atomic<UInt64>(0)
-  /// The last event delivered; only touched by the delivering thread (one at a time).
-  private nonisolated(unsafe) var lastEvent: TripModelEvent?
 
   init(model: TripModel, subscriber: any TripModelSubscriber, executor: DeliveryExecutor) {
     self.model = model
@@ -162,9 +160,9 @@ final class SubscriberJob: DeliveryJob, Deliverable {
     }
     deliveringThread.store(UInt64(pthread_self()), ordering: .relaxed)
     repeat {
+      // Nothing is kept after the callbacks: the snapshot's storage can then be reused for the next update.
       let (value, changes) = mailbox.take()
-      if let value { lastEvent = value }
-      if changes != 0, let event = lastEvent {
+      if changes != 0, let event = value {
         subscriber.deliver(model, event: event, changes: changes)
       }
       if flags.load(ordering: .sequentiallyConsistent) & Self.closedFlag != 0 { break }

@@ -20,6 +20,11 @@ public protocol TripModelSubscriber: AnyObject, Sendable {
   func tripModel(_ tripModel: TripModel, didUpdate modelState: TripModelState)
   /// The trip changed; `updatedPropertyFields` names exactly what.
   func tripModel(_ tripModel: TripModel, didUpdate trip: Trip?, updatedPropertyFields: TripPropertyFields)
+  /// The trip changed, as a whole ``TripSnapshot`` (the trip and every derived value, plus the
+  /// server's send time of the update); called just before
+  /// ``tripModel(_:didUpdate:updatedPropertyFields:)``. A Swift addition: the SDK has no such callback.
+  func tripModel(
+    _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields)
   /// The trip status changed.
   func tripModel(_ tripModel: TripModel, didUpdate tripStatus: TripStatus)
   /// The distance from the vehicle to the next waypoint changed (meters).
@@ -58,6 +63,9 @@ public protocol TripModelSubscriber: AnyObject, Sendable {
 extension TripModelSubscriber {
   public func tripModel(_ tripModel: TripModel, didUpdate modelState: TripModelState) {}
   public func tripModel(_ tripModel: TripModel, didUpdate trip: Trip?, updatedPropertyFields: TripPropertyFields) {}
+  public func tripModel(
+    _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
+  ) {}
   public func tripModel(_ tripModel: TripModel, didUpdate tripStatus: TripStatus) {}
   public func tripModel(_ tripModel: TripModel, didUpdateActiveRouteRemainingDistance activeRouteRemainingDistance: Int32) {}
   public func tripModel(_ tripModel: TripModel, didUpdateActiveRoute activeRoute: [LatLng]?) {}
@@ -92,6 +100,7 @@ extension TripModelSubscriber {
     }
     let fields = TripPropertyFields(rawValue: changes & TripPropertyFields.all.rawValue)
     guard !fields.isEmpty, let snapshot = event.snapshot else { return }
+    tripModel(model, didUpdateSnapshot: snapshot, updatedPropertyFields: fields)
     tripModel(model, didUpdate: snapshot.trip, updatedPropertyFields: fields)
     if fields.contains(.tripStatus) { tripModel(model, didUpdate: snapshot.tripStatus) }
     if fields.contains(.remainingDistanceOfActiveRouteInMeters), let meters = snapshot.activeRouteRemainingDistance {
@@ -124,13 +133,13 @@ extension TripModelSubscriber {
 /// What a trip model hands to its subscribers: the latest snapshot, the most recent
 /// error and the model state. Change bits say which of them (and which trip
 /// properties) are new since a subscriber's previous delivery.
-public final class TripModelEvent: Sendable {
+struct TripModelEvent: Sendable {
   /// The trip as of this event (nil until the first fetch succeeded).
-  public let snapshot: TripSnapshot?
+  let snapshot: TripSnapshot?
   /// The most recent failure, if any since following started.
-  public let error: GRPCError?
+  let error: GRPCError?
   /// Whether following is on.
-  public let modelState: TripModelState
+  let modelState: TripModelState
 
   static let errorBit: UInt64 = 1 << 62
   static let stateBit: UInt64 = 1 << 63

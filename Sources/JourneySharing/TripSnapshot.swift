@@ -7,138 +7,93 @@ public import FleetEngineMessages
 /// derives from it (active and remaining route, their distances and traffic,
 /// pickup and dropoff ETAs).
 ///
-/// A final class, so handing one to many subscribers copies a pointer.
-public final class TripSnapshot: Sendable {
+/// A final class, so handing one to many subscribers copies a pointer. A snapshot
+/// never changes while anything outside the library holds it: the library reuses a
+/// snapshot's storage for the next update only when nothing else references it
+/// (`isKnownUniquelyReferenced`), which is what keeps a steady stream of updates free
+/// of allocations.
+public final class TripSnapshot: @unchecked Sendable {
+  /// The stored state: the trip and everything derived from it.
+  struct Values {
+    var trip: Trip
+    var pickupLocation: TerminalLocation?
+    var dropoffLocation: TerminalLocation?
+    var activeRoute: [LatLng] = []
+    var activeRouteTraffic: ConsumableTrafficPolyline?
+    var activeRouteRemainingDistance: Int32?
+    var remainingRoute: [LatLng] = []
+    var remainingRouteTraffic: ConsumableTrafficPolyline?
+    var remainingRouteDistance: Int32?
+    var etaToNextWaypoint: Double?
+    var pickupETA: Double?
+    var dropoffETA: Double?
+    var updateSendTime: Double?
+    var updateSequence: UInt64 = 0
+  }
+
+  // Written only while the library holds the sole reference (see the type's documentation).
+  private(set) var values: Values
+
   /// The trip, with remaining waypoints of other trips in a shared pool filtered out.
-  public let trip: Trip
+  public var trip: Trip { values.trip }
   /// The trip's status.
-  public var tripStatus: TripStatus { trip.tripStatus }
+  public var tripStatus: TripStatus { values.trip.tripStatus }
   /// The vehicle's last known location.
-  public var vehicleLocation: VehicleLocation? { trip.lastLocation }
+  public var vehicleLocation: VehicleLocation? { values.trip.lastLocation }
   /// Where the rider is picked up (nil once the trip is canceled).
-  public let pickupLocation: TerminalLocation?
+  public var pickupLocation: TerminalLocation? { values.pickupLocation }
   /// Where the rider is dropped off (nil once the trip is canceled).
-  public let dropoffLocation: TerminalLocation?
+  public var dropoffLocation: TerminalLocation? { values.dropoffLocation }
   /// The route from the vehicle to the next waypoint (decoded when the server sent an encoded polyline).
-  public let activeRoute: [LatLng]
+  public var activeRoute: [LatLng] { values.activeRoute }
   /// Traffic on the active route.
-  public let activeRouteTraffic: ConsumableTrafficPolyline?
+  public var activeRouteTraffic: ConsumableTrafficPolyline? { values.activeRouteTraffic }
   /// Meters from the vehicle to the next waypoint along the active route.
-  public let activeRouteRemainingDistance: Int32?
+  public var activeRouteRemainingDistance: Int32? { values.activeRouteRemainingDistance }
   /// The route after the next waypoint, to the last one.
-  public let remainingRoute: [LatLng]
+  public var remainingRoute: [LatLng] { values.remainingRoute }
   /// Traffic on the remaining route (the waypoints' traffic joined, indices into `remainingRoute`).
-  public let remainingRouteTraffic: ConsumableTrafficPolyline?
+  public var remainingRouteTraffic: ConsumableTrafficPolyline? { values.remainingRouteTraffic }
   /// Meters from the vehicle to the last waypoint.
-  public let remainingRouteDistance: Int32?
+  public var remainingRouteDistance: Int32? { values.remainingRouteDistance }
   /// When the vehicle reaches the next waypoint, Unix seconds.
-  public let etaToNextWaypoint: Double?
+  public var etaToNextWaypoint: Double? { values.etaToNextWaypoint }
   /// When the vehicle reaches the pickup, Unix seconds (nil once passed).
-  public let pickupETA: Double?
+  public var pickupETA: Double? { values.pickupETA }
   /// When the vehicle reaches the dropoff, Unix seconds.
-  public let dropoffETA: Double?
+  public var dropoffETA: Double? { values.dropoffETA }
+  /// When the server sent the streaming update this snapshot is the result of (its `send_time`,
+  /// Unix seconds, on the server's clock); nil for a polled trip or when the server sent none.
+  /// For measuring delivery latency.
+  public var updateSendTime: Double? { values.updateSendTime }
+  /// The `sequence` of that streaming update (numbered from 1 on each stream); 0 for a polled trip.
+  public var updateSequence: UInt64 { values.updateSequence }
 
   /// The remaining waypoints (this trip's).
-  public var remainingWaypoints: [TripWaypoint] { trip.remainingWaypoints }
+  public var remainingWaypoints: [TripWaypoint] { values.trip.remainingWaypoints }
   /// The intermediate destinations.
-  public var intermediateDestinations: [TerminalLocation] { trip.intermediateDestinations }
+  public var intermediateDestinations: [TerminalLocation] { values.trip.intermediateDestinations }
   /// Whether the trip reached a final state (COMPLETE or CANCELED).
-  public var isFinal: Bool { trip.tripStatus == .complete || trip.tripStatus == .canceled }
+  public var isFinal: Bool { values.trip.tripStatus == .complete || values.trip.tripStatus == .canceled }
 
   /// Derives a snapshot from a merged trip; `tripID` filters other trips' waypoints out.
-  public init(trip rawTrip: Trip, tripID: String) {
-    var trip = rawTrip
-    // A shared trip's remaining waypoints may include other riders' stops: not ours to show.
-    if trip.remainingWaypoints.contains(where: { !$0.tripId.isEmpty && $0.tripId != tripID }) {
-      trip.remainingWaypoints.removeAll { !$0.tripId.isEmpty && $0.tripId != tripID }
-    }
-    self.trip = trip
-    let canceled = trip.tripStatus == .canceled
-    pickupLocation = canceled ? nil : trip.pickupPoint
-    dropoffLocation = canceled ? nil : trip.dropoffPoint
-    if !trip.route.isEmpty {
-      activeRoute = trip.route
-    } else if !trip.currentRouteSegment.isEmpty {
-      activeRoute = EncodedPolyline.decode(trip.currentRouteSegment) ?? []
-    } else {
-      activeRoute = []
-    }
-    activeRouteTraffic = trip.currentRouteSegmentTraffic
-    activeRouteRemainingDistance = trip.remainingDistanceMeters?.value
-    etaToNextWaypoint = trip.etaToFirstWaypoint?.unixTime
+  public convenience init(trip: Trip, tripID: String) {
+    self.init(values: Values(trip: trip, tripID: tripID, previous: nil))
+  }
 
-    var remaining: [LatLng] = []
-    var intervals: [SpeedReadingInterval] = []
-    var distance = trip.remainingDistanceMeters?.value
-    var pickup: Double?
-    var dropoff: Double?
-    for (index, waypoint) in trip.remainingWaypoints.enumerated() {
-      switch waypoint.waypointType {
-      case .pickupWaypointType where pickup == nil: pickup = waypoint.eta?.unixTime
-      case .dropOffWaypointType: dropoff = waypoint.eta?.unixTime
-      default: break
-      }
-      // The first waypoint's leg is the active route; later legs form the remaining route.
-      guard index > 0 else { continue }
-      if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = sum + meters }
-      let path =
-        !waypoint.pathToWaypoint.isEmpty
-        ? waypoint.pathToWaypoint : (EncodedPolyline.decode(waypoint.encodedPathToWaypoint) ?? [])
-      let offset = Int32(remaining.count)
-      for interval in waypoint.trafficToWaypoint?.speedReadingInterval ?? [] {
-        var shifted = interval
-        shifted.startPolylinePointIndex += offset
-        shifted.endPolylinePointIndex += offset
-        intervals.append(shifted)
-      }
-      remaining.append(contentsOf: path)
-    }
-    remainingRoute = remaining
-    remainingRouteDistance = trip.remainingWaypoints.count > 1 ? distance : activeRouteRemainingDistance
-    if intervals.isEmpty {
-      remainingRouteTraffic = nil
-    } else {
-      var traffic = ConsumableTrafficPolyline()
-      traffic.speedReadingInterval = intervals
-      remainingRouteTraffic = traffic
-    }
-    pickupETA = pickup ?? (trip.tripStatus.isBeforePickup ? trip.pickupTime?.unixTime : nil)
-    dropoffETA = dropoff ?? trip.dropoffTime?.unixTime
+  init(values: Values) {
+    self.values = values
+  }
+
+  /// Replaces the state; only while the caller holds the sole reference.
+  func replace(with values: Values) {
+    self.values = values
   }
 
   /// What differs between `old` and this snapshot; everything present when `old` is nil.
   public func changedProperties(from old: TripSnapshot?) -> TripPropertyFields {
     guard let old else { return presentProperties }
-    var fields: TripPropertyFields = []
-    let a = old.trip
-    let b = trip
-    if a.name != b.name { fields.insert(.tripName) }
-    if a.vehicleId != b.vehicleId { fields.insert(.vehicleID) }
-    if a.tripType != b.tripType { fields.insert(.tripType) }
-    if a.tripStatus != b.tripStatus { fields.insert(.tripStatus) }
-    if !bitwiseEqual(old.pickupLocation, pickupLocation) { fields.insert(.pickupLocation) }
-    if a.pickupTime != b.pickupTime { fields.insert(.pickupTime) }
-    if !bitwiseEqual(old.dropoffLocation, dropoffLocation) { fields.insert(.dropoffLocation) }
-    if a.dropoffTime != b.dropoffTime { fields.insert(.dropoffTime) }
-    if !bitwiseEqual(a.lastLocation, b.lastLocation) { fields.insert(.routeLastVehicleLocation) }
-    if a.numberOfPassengers != b.numberOfPassengers { fields.insert(.numberOfPassengers) }
-    if !bitwiseEqual(a.remainingWaypoints, b.remainingWaypoints) { fields.insert(.remainingWaypoints) }
-    if !bitwiseEqual(a.intermediateDestinations, b.intermediateDestinations) {
-      fields.insert(.intermediateDestinations)
-    }
-    if a.intermediateDestinationIndex != b.intermediateDestinationIndex { fields.insert(.intermediateDestinationIndex) }
-    if old.activeRouteRemainingDistance != activeRouteRemainingDistance {
-      fields.insert(.remainingDistanceOfActiveRouteInMeters)
-    }
-    if old.remainingRouteDistance != remainingRouteDistance { fields.insert(.distanceOfRemainingRouteInMeters) }
-    if !bitwiseEqual(old.activeRoute, activeRoute) { fields.insert(.activeRoute) }
-    if old.activeRouteTraffic != activeRouteTraffic { fields.insert(.activeRouteTraffic) }
-    if !bitwiseEqual(old.remainingRoute, remainingRoute) { fields.insert(.remainingRoute) }
-    if old.remainingRouteTraffic != remainingRouteTraffic { fields.insert(.remainingRouteTraffic) }
-    if !Self.sameBits(old.etaToNextWaypoint, etaToNextWaypoint) { fields.insert(.etaToNextWaypoint) }
-    if !Self.sameBits(old.pickupETA, pickupETA) { fields.insert(.pickupETA) }
-    if !Self.sameBits(old.dropoffETA, dropoffETA) { fields.insert(.dropoffETA) }
-    return fields
+    return values.changedProperties(from: old.values)
   }
 
   /// The properties that have a value, for the first delivery.
@@ -166,11 +121,156 @@ public final class TripSnapshot: Sendable {
     return fields
   }
 
-  // Floating point compared by bit pattern (as Trip.changedFields does), so a NaN does not
-  // count as a change on every update.
-  static func sameBits(_ a: Double?, _ b: Double?) -> Bool {
-    a?.bitPattern == b?.bitPattern
+}
+
+extension TripSnapshot.Values {
+  /// Derives the values from a merged trip. Parts whose inputs are the same storage as
+  /// `previous`'s (the fields an update did not touch) are taken from it instead of derived again.
+  init(trip rawTrip: Trip, tripID: String, previous: TripSnapshot.Values?) {
+    var trip = rawTrip
+    let waypointsUnchanged = previous.map { sameStorage($0.trip.remainingWaypoints, trip.remainingWaypoints) } ?? false
+    // A shared trip's remaining waypoints may include other riders' stops: not ours to show.
+    // (Unchanged waypoints were filtered when they arrived.)
+    if !waypointsUnchanged, trip.remainingWaypoints.contains(where: { !$0.tripId.isEmpty && $0.tripId != tripID }) {
+      trip.remainingWaypoints.removeAll { !$0.tripId.isEmpty && $0.tripId != tripID }
+    }
+    self.trip = trip
+    let canceled = trip.tripStatus == .canceled
+    pickupLocation = canceled ? nil : trip.pickupPoint
+    dropoffLocation = canceled ? nil : trip.dropoffPoint
+    if !trip.route.isEmpty {
+      activeRoute = trip.route
+    } else if !trip.currentRouteSegment.isEmpty {
+      if let previous, previous.trip.route.isEmpty, previous.trip.currentRouteSegment == trip.currentRouteSegment {
+        activeRoute = previous.activeRoute
+      } else {
+        activeRoute = EncodedPolyline.decode(trip.currentRouteSegment) ?? []
+      }
+    } else {
+      activeRoute = []
+    }
+    activeRouteTraffic = trip.currentRouteSegmentTraffic
+    activeRouteRemainingDistance = trip.remainingDistanceMeters?.value
+    etaToNextWaypoint = trip.etaToFirstWaypoint?.unixTime
+
+    var distance = trip.remainingDistanceMeters?.value
+    var pickup: Double?
+    var dropoff: Double?
+    if let previous, waypointsUnchanged {
+      remainingRoute = previous.remainingRoute
+      remainingRouteTraffic = previous.remainingRouteTraffic
+      for waypoint in trip.remainingWaypoints.dropFirst() {
+        if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = sum + meters }
+      }
+      for waypoint in trip.remainingWaypoints {
+        switch waypoint.waypointType {
+        case .pickupWaypointType where pickup == nil: pickup = waypoint.eta?.unixTime
+        case .dropOffWaypointType: dropoff = waypoint.eta?.unixTime
+        default: break
+        }
+      }
+    } else {
+      var remaining: [LatLng] = []
+      var intervals: [SpeedReadingInterval] = []
+      for (index, waypoint) in trip.remainingWaypoints.enumerated() {
+        switch waypoint.waypointType {
+        case .pickupWaypointType where pickup == nil: pickup = waypoint.eta?.unixTime
+        case .dropOffWaypointType: dropoff = waypoint.eta?.unixTime
+        default: break
+        }
+        // The first waypoint's leg is the active route; later legs form the remaining route.
+        guard index > 0 else { continue }
+        if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = sum + meters }
+        let path =
+          !waypoint.pathToWaypoint.isEmpty
+          ? waypoint.pathToWaypoint : (EncodedPolyline.decode(waypoint.encodedPathToWaypoint) ?? [])
+        let offset = Int32(remaining.count)
+        for interval in waypoint.trafficToWaypoint?.speedReadingInterval ?? [] {
+          var shifted = interval
+          shifted.startPolylinePointIndex += offset
+          shifted.endPolylinePointIndex += offset
+          intervals.append(shifted)
+        }
+        remaining.append(contentsOf: path)
+      }
+      remainingRoute = remaining
+      if intervals.isEmpty {
+        remainingRouteTraffic = nil
+      } else {
+        var traffic = ConsumableTrafficPolyline()
+        traffic.speedReadingInterval = intervals
+        remainingRouteTraffic = traffic
+      }
+    }
+    remainingRouteDistance = trip.remainingWaypoints.count > 1 ? distance : activeRouteRemainingDistance
+    pickupETA = pickup ?? (trip.tripStatus.isBeforePickup ? trip.pickupTime?.unixTime : nil)
+    dropoffETA = dropoff ?? trip.dropoffTime?.unixTime
   }
+
+  /// What differs between `old` and these values. Arrays that share storage are equal without
+  /// looking at their elements (an update leaves the fields it does not name untouched).
+  func changedProperties(from old: TripSnapshot.Values) -> TripPropertyFields {
+    var fields: TripPropertyFields = []
+    let a = old.trip
+    let b = trip
+    if a.name != b.name { fields.insert(.tripName) }
+    if a.vehicleId != b.vehicleId { fields.insert(.vehicleID) }
+    if a.tripType != b.tripType { fields.insert(.tripType) }
+    if a.tripStatus != b.tripStatus { fields.insert(.tripStatus) }
+    if !bitwiseEqual(old.pickupLocation, pickupLocation) { fields.insert(.pickupLocation) }
+    if a.pickupTime != b.pickupTime { fields.insert(.pickupTime) }
+    if !bitwiseEqual(old.dropoffLocation, dropoffLocation) { fields.insert(.dropoffLocation) }
+    if a.dropoffTime != b.dropoffTime { fields.insert(.dropoffTime) }
+    if !bitwiseEqual(a.lastLocation, b.lastLocation) { fields.insert(.routeLastVehicleLocation) }
+    if a.numberOfPassengers != b.numberOfPassengers { fields.insert(.numberOfPassengers) }
+    if !sameElements(a.remainingWaypoints, b.remainingWaypoints) { fields.insert(.remainingWaypoints) }
+    if !sameElements(a.intermediateDestinations, b.intermediateDestinations) {
+      fields.insert(.intermediateDestinations)
+    }
+    if a.intermediateDestinationIndex != b.intermediateDestinationIndex { fields.insert(.intermediateDestinationIndex) }
+    if old.activeRouteRemainingDistance != activeRouteRemainingDistance {
+      fields.insert(.remainingDistanceOfActiveRouteInMeters)
+    }
+    if old.remainingRouteDistance != remainingRouteDistance { fields.insert(.distanceOfRemainingRouteInMeters) }
+    if !sameElements(old.activeRoute, activeRoute) { fields.insert(.activeRoute) }
+    if !sameTraffic(old.activeRouteTraffic, activeRouteTraffic) { fields.insert(.activeRouteTraffic) }
+    if !sameElements(old.remainingRoute, remainingRoute) { fields.insert(.remainingRoute) }
+    if !sameTraffic(old.remainingRouteTraffic, remainingRouteTraffic) { fields.insert(.remainingRouteTraffic) }
+    if !sameBits(old.etaToNextWaypoint, etaToNextWaypoint) { fields.insert(.etaToNextWaypoint) }
+    if !sameBits(old.pickupETA, pickupETA) { fields.insert(.pickupETA) }
+    if !sameBits(old.dropoffETA, dropoffETA) { fields.insert(.dropoffETA) }
+    return fields
+  }
+}
+
+/// Whether two arrays are the same storage (a copy nobody changed): equal without comparing elements.
+@inline(__always)
+func sameStorage<Element>(_ a: [Element], _ b: [Element]) -> Bool {
+  a.withUnsafeBufferPointer { x in
+    b.withUnsafeBufferPointer { y in x.count == y.count && x.baseAddress == y.baseAddress }
+  }
+}
+
+/// Element-wise equality (floats by bit pattern), short-cut when both share storage.
+@inline(__always)
+func sameElements<Element: BitwiseComparable>(_ a: [Element], _ b: [Element]) -> Bool {
+  sameStorage(a, b) || bitwiseEqual(a, b)
+}
+
+/// Traffic equality, short-cut when both share their intervals' storage.
+@inline(__always)
+func sameTraffic(_ a: ConsumableTrafficPolyline?, _ b: ConsumableTrafficPolyline?) -> Bool {
+  if let a, let b, sameStorage(a.speedReadingInterval, b.speedReadingInterval), a.unknownFields == b.unknownFields {
+    return a.encodedPathToWaypoint == b.encodedPathToWaypoint
+  }
+  return a == b
+}
+
+// Floating point compared by bit pattern (as Trip.changedFields does), so a NaN does not
+// count as a change on every update.
+@inline(__always)
+func sameBits(_ a: Double?, _ b: Double?) -> Bool {
+  a?.bitPattern == b?.bitPattern
 }
 
 extension TripStatus {

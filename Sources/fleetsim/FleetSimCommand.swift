@@ -84,6 +84,19 @@ struct FleetSimCommand: AsyncParsableCommand {
   @Option(help: "Exit after S seconds (default: run until SIGINT or SIGTERM).")
   var duration: Double?
 
+  @Option(
+    name: .customLong("load-rate"),
+    help: "Load generation: after the full trip, send each stream small updates at this rate per second, forever.")
+  var loadRate: Double?
+
+  @Flag(
+    name: .customLong("load-saturate"),
+    help: "Load generation: send each stream small updates as fast as its flow-control window allows.")
+  var loadSaturate = false
+
+  @Option(name: .customLong("max-concurrent-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS per connection.")
+  var maxConcurrentStreams: UInt32 = 1000
+
   func validate() throws {
     guard trips >= 0 else { throw ValidationError("--trips must be ≥ 0") }
     guard speedup > 0, updateInterval > 0 else { throw ValidationError("--speedup and --update-interval must be > 0") }
@@ -99,6 +112,9 @@ struct FleetSimCommand: AsyncParsableCommand {
       throw ValidationError("--provider must be a valid provider ID (lowercase letters, digits, hyphens)")
     }
     _ = try Self.hostAndPort(listen)
+    guard loadRate == nil || !loadSaturate else { throw ValidationError("give --load-rate or --load-saturate, not both") }
+    if let loadRate, !(loadRate > 0 && loadRate.isFinite) { throw ValidationError("--load-rate must be > 0") }
+    guard maxConcurrentStreams > 0 else { throw ValidationError("--max-concurrent-streams must be > 0") }
   }
 
   static func statusCode(_ text: String) -> GRPCStatusCode? {
@@ -138,8 +154,11 @@ struct FleetSimCommand: AsyncParsableCommand {
       failureRate: failRate, failureCode: Self.statusCode(failCode) ?? .unavailable, streamResetRate: resetRate,
       goAwayInterval: goAwayEvery.map(Self.seconds), dropInterval: dropEvery.map(Self.seconds),
       addedLatency: Self.seconds(latency), seed: seed)
+    var load: LoadGeneration?
+    if let loadRate { load = LoadGeneration(updatesPerSecond: loadRate) }
+    if loadSaturate { load = LoadGeneration(updatesPerSecond: nil) }
     let configuration = FleetSimConfiguration(
-      simulation: simulation, updateInterval: Self.seconds(updateInterval), auth: auth, faults: faults)
+      simulation: simulation, updateInterval: Self.seconds(updateInterval), auth: auth, faults: faults, load: load)
     var tls: TLSServerConfiguration?
     if let tlsCert, let tlsKey { tls = TLSServerConfiguration(certificateChainFile: tlsCert, privateKeyFile: tlsKey) }
     // Before `listening on` is printed: a SIGTERM sent as soon as that line is read must still end in the final
@@ -149,7 +168,8 @@ struct FleetSimCommand: AsyncParsableCommand {
     signal(SIGPIPE, SIG_IGN)
     let sim: FleetSim
     do {
-      sim = try FleetSim(configuration: configuration, listen: GRPCServerConfiguration(host: host, port: port, tls: tls))
+      sim = try FleetSim(configuration: configuration, listen: GRPCServerConfiguration(
+          host: host, port: port, tls: tls, maxConcurrentStreams: maxConcurrentStreams))
       let bound = try sim.start()
       print("listening on \(host.contains(":") ? "[\(host)]" : host):\(bound)")
     } catch {

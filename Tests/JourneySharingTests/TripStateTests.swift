@@ -1,0 +1,204 @@
+// Tests/JourneySharingTests/TripStateTests.swift - merging updates incrementally gives what deriving afresh gives
+//
+// TripState reuses derived values whose inputs an update did not touch, and reuses a snapshot's storage when
+// nothing else holds it. Both are checked against a snapshot derived from scratch from the same trip, over the
+// updates FleetSim would send for whole simulated trips (computed here, without a server).
+
+import FleetEngineMessages
+import FleetSim
+@_spi(Benchmarks) @testable import JourneySharing
+import Testing
+
+/// The updates FleetSim's streaming GetTrip sends for trip `index` sampled every `step` simulated seconds:
+/// the full trip, then the changed fields.
+private func streamUpdates(_ simulator: TripSimulator, index: Int, step: Double) -> [(TripUpdate, Trip)] {
+  let plan = simulator.plan(index: index)
+  var last = simulator.trip(index: index, atSimulatedSeconds: -60)
+  var first = TripUpdate()
+  first.trip = last
+  first.fullTrip = true
+  first.sequence = 1
+  var updates = [(first, last)]
+  var seconds = -60.0
+  while seconds < plan.finishTime + step {
+    seconds += step
+    let trip = simulator.trip(index: index, atSimulatedSeconds: seconds)
+    let changed = trip.changedFields(from: last)
+    guard !changed.isEmpty else { continue }
+    var update = TripUpdate()
+    update.trip = trip.projected(onto: changed)
+    update.updatedFields = changed
+    update.sequence = UInt64(updates.count + 1)
+    update.sendTime = Timestamp(unixTime: 1_750_000_000 + seconds)
+    updates.append((update, trip))
+    last = trip
+  }
+  return updates
+}
+
+/// Every stored value of two snapshots, compared (floats by value; the simulation has no NaN).
+private func expectSameValues(_ a: TripSnapshot, _ b: TripSnapshot, _ comment: Comment) {
+  #expect(a.trip == b.trip, comment)
+  #expect(a.pickupLocation == b.pickupLocation, comment)
+  #expect(a.dropoffLocation == b.dropoffLocation, comment)
+  #expect(a.activeRoute == b.activeRoute, comment)
+  #expect(a.activeRouteTraffic == b.activeRouteTraffic, comment)
+  #expect(a.activeRouteRemainingDistance == b.activeRouteRemainingDistance, comment)
+  #expect(a.remainingRoute == b.remainingRoute, comment)
+  #expect(a.remainingRouteTraffic == b.remainingRouteTraffic, comment)
+  #expect(a.remainingRouteDistance == b.remainingRouteDistance, comment)
+  #expect(a.etaToNextWaypoint == b.etaToNextWaypoint, comment)
+  #expect(a.pickupETA == b.pickupETA, comment)
+  #expect(a.dropoffETA == b.dropoffETA, comment)
+}
+
+@Suite("Trip state: incremental merge and snapshot reuse")
+struct TripStateTests {
+  let simulator = TripSimulator(configuration: SimulationConfiguration(provider: "state", tripCount: 12, seed: 5))
+
+  @Test(arguments: [PolylineFormatType.latLngListType, .encodedPolylineType])
+  func incrementalSnapshotsEqualSnapshotsDerivedFromScratch(format: PolylineFormatType) {
+    var checked = 0
+    for index in 0..<12 {
+      let tripID = simulator.plan(index: index).tripID
+      var state = TripState(tripID: tripID)
+      var previous: TripSnapshot?
+      for (update, trip) in streamUpdates(simulator, index: index, step: 7) {
+        var update = update
+        if format == .encodedPolylineType, var projected = update.trip {
+          // Send the route as an encoded polyline, as a server asked for that format would.
+          if !projected.route.isEmpty {
+            projected.currentRouteSegment = EncodedPolyline.encode(projected.route)
+            projected.route = []
+          }
+          update.trip = projected
+          if update.updatedFields.contains(9) && !update.updatedFields.contains(21) {
+            update.updatedFields.append(21)  // current_route_segment now carries the route
+          }
+        }
+        let changes = state.apply(update)
+        var expectedTrip = trip
+        if format == .encodedPolylineType, !expectedTrip.route.isEmpty {
+          expectedTrip.currentRouteSegment = EncodedPolyline.encode(expectedTrip.route)
+          expectedTrip.route = []
+        }
+        let fresh = TripSnapshot(trip: expectedTrip, tripID: tripID)
+        guard let snapshot = state.snapshot else {
+          Issue.record("no snapshot after an update")
+          return
+        }
+        expectSameValues(snapshot, fresh, "trip \(index), update \(update.sequence)")
+        #expect(changes == fresh.changedProperties(from: previous), "trip \(index), update \(update.sequence)")
+        #expect(snapshot.updateSequence == update.sequence)
+        #expect(snapshot.updateSendTime == update.sendTime?.unixTime)
+        previous = fresh
+        checked += 1
+      }
+    }
+    #expect(checked > 100)
+  }
+
+  @Test func aSnapshotSomeoneHoldsNeverChangesAndAReleasedOneIsReused() throws {
+    let updates = streamUpdates(simulator, index: 3, step: 5)
+    try #require(updates.count > 6)
+    var state = TripState(tripID: simulator.plan(index: 3).tripID)
+    _ = state.apply(updates[0].0)
+    _ = state.apply(updates[1].0)
+
+    // Held outside (as a subscriber holds one during its callbacks): the next update goes elsewhere.
+    let held = try #require(state.snapshot)
+    let heldTrip = held.trip
+    let heldRemaining = held.remainingRouteDistance
+    _ = state.apply(updates[2].0)
+    #expect(state.snapshot !== held)
+    #expect(held.trip == heldTrip)
+    #expect(held.remainingRouteDistance == heldRemaining)
+    #expect(held.updateSequence == updates[1].0.sequence)
+
+    // Nobody else holds the current one: the next update reuses its storage.
+    let identity = state.snapshot.map(ObjectIdentifier.init)
+    _ = state.apply(updates[3].0)
+    #expect(state.snapshot.map(ObjectIdentifier.init) == identity)
+    #expect(state.snapshot?.updateSequence == updates[3].0.sequence)
+  }
+
+  @Test func otherTripsWaypointsStayFilteredAcrossPartialUpdates() throws {
+    var full = simulator.trip(index: 1, atSimulatedSeconds: 30)
+    let tripID = simulator.plan(index: 1).tripID
+    var stranger = TripWaypoint()
+    stranger.tripId = "someone-else"
+    stranger.waypointType = .pickupWaypointType
+    full.remainingWaypoints.insert(stranger, at: min(1, full.remainingWaypoints.count))
+    var first = TripUpdate()
+    first.trip = full
+    first.fullTrip = true
+    var state = TripState(tripID: tripID)
+    _ = state.apply(first)
+    #expect(state.snapshot?.remainingWaypoints.contains { $0.tripId == "someone-else" } == false)
+
+    var small = TripUpdate()
+    var moved = Trip()
+    var location = VehicleLocation()
+    location.location = LatLng(latitude: 1, longitude: 2)
+    moved.lastLocation = location
+    small.trip = moved
+    small.updatedFields = [11]
+    let changes = state.apply(small)
+    #expect(changes == [.routeLastVehicleLocation])
+    #expect(state.snapshot?.remainingWaypoints.contains { $0.tripId == "someone-else" } == false)
+    #expect(state.snapshot?.remainingWaypoints == TripSnapshot(trip: full, tripID: tripID).remainingWaypoints)
+  }
+}
+
+/// Records, per trip, the last sequence and send time seen in the whole-snapshot callback, and the order
+/// of the snapshot callback relative to the trip callback.
+private final class SnapshotRecorder: TripModelSubscriber, @unchecked Sendable {
+  let lock = TestLock<[String: (sequence: UInt64, sent: Double?, snapshotFirst: Bool)]>([:])
+  let pendingSnapshot = TestLock<Set<String>>([])
+
+  func tripModel(
+    _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
+  ) {
+    pendingSnapshot.withLock { _ = $0.insert(tripModel.tripName) }
+    lock.withLock { $0[tripModel.tripName] = (snapshot.updateSequence, snapshot.updateSendTime, false) }
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdate trip: Trip?, updatedPropertyFields: TripPropertyFields) {
+    let first = pendingSnapshot.withLock { $0.remove(tripModel.tripName) != nil }
+    lock.withLock { $0[tripModel.tripName]?.snapshotFirst = first }
+  }
+}
+
+@Suite("Pipeline harness")
+struct TripPipelineHarnessTests {
+  @Test func updatesPushedReachTheSubscriberWithTheirSequenceAndSendTime() async throws {
+    let recorder = SnapshotRecorder()
+    let harness = try TripPipelineHarness(tripCount: 20, subscriber: recorder, deliveryThreads: 2)
+    var full = TripUpdate()
+    full.trip = TripSimulator(configuration: SimulationConfiguration(tripCount: 1, seed: 2)).trip(
+      index: 0, atSimulatedSeconds: 10)
+    full.fullTrip = true
+    full.sequence = 1
+    for trip in 0..<20 { #expect(!harness.push(full, toTrip: trip).isEmpty) }
+    for step in 2...50 {
+      var small = TripUpdate()
+      var moved = Trip()
+      var location = VehicleLocation()
+      location.location = LatLng(latitude: Double(step), longitude: 1)
+      moved.lastLocation = location
+      small.trip = moved
+      small.updatedFields = [11]
+      small.sequence = UInt64(step)
+      small.sendTime = Timestamp(unixTime: 1_700_000_000 + Double(step))
+      for trip in 0..<20 { #expect(harness.push(small, toTrip: trip) == [.routeLastVehicleLocation]) }
+    }
+    let delivered = await waitUntil {
+      recorder.lock.withLock { seen in
+        seen.count == 20 && seen.values.allSatisfy { $0.sequence == 50 && $0.snapshotFirst }
+      }
+    }
+    #expect(delivered)
+    #expect(recorder.lock.withLock { $0.values.allSatisfy { $0.sent == 1_700_000_050 } })
+    await harness.shutdown()
+  }
+}
