@@ -123,6 +123,12 @@ public struct LatLng: ProtoMessage, Hashable {
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {
+    // Fast path: both coordinates set, as fields 1 and 2 (tags 0x09 and 0x11) and nothing else.
+    if let (latitudeBits, longitudeBits) = reader.readExactFixed64Pair(tags: 0x09, 0x11) {
+      latitude = Double(bitPattern: latitudeBits)
+      longitude = Double(bitPattern: longitudeBits)
+      return
+    }
     while let tag = try reader.nextTag() {
       switch tag.fieldNumber {
       case 1: latitude = try reader.readDouble(tag)

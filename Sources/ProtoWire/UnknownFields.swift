@@ -6,22 +6,26 @@
 /// process without losing what a newer peer put in it.
 public struct UnknownFields: Sendable, Hashable {
   /// The preserved bytes.
-  public private(set) var bytes: [UInt8]
+  @inlinable public var bytes: [UInt8] { storage }
+
+  // Stored under another name so that the initializers can be inlinable (every decoded
+  // message creates an empty one) while `bytes` stays read-only outside this module.
+  @usableFromInline var storage: [UInt8]
 
   /// No unknown fields.
-  public init() { bytes = [] }
+  @inlinable public init() { storage = [] }
 
   /// Unknown fields made of `bytes`, which must be whole encoded fields.
-  public init(bytes: [UInt8]) { self.bytes = bytes }
+  @inlinable public init(bytes: [UInt8]) { storage = bytes }
 
   /// Whether there are none.
-  @inlinable public var isEmpty: Bool { bytes.isEmpty }
+  @inlinable public var isEmpty: Bool { storage.isEmpty }
 
   /// How many bytes they take on the wire.
-  @inlinable public var count: Int { bytes.count }
+  @inlinable public var count: Int { storage.count }
 
   /// Appends whole encoded fields.
   public mutating func append(_ raw: UnsafeRawBufferPointer) {
-    bytes.append(contentsOf: raw)
+    storage.append(contentsOf: raw)
   }
 }

@@ -77,6 +77,7 @@ public struct WireDecodingOptions: Sendable, Hashable {
   public var maxMessageSize: Int
 
   /// Creates options; the defaults suit messages received from a server.
+  @inlinable
   public init(recursionLimit: Int = 100, maxMessageSize: Int = 64 << 20) {
     self.recursionLimit = recursionLimit
     self.maxMessageSize = maxMessageSize

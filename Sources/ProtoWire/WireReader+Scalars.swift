@@ -108,6 +108,28 @@ extension WireReader {
     return Double(bitPattern: try readRawFixed64())
   }
 
+  // MARK: - Fast paths for the package's own message types
+
+  /// Reads the rest of the current message if it is exactly two fixed64 fields with the
+  /// one-byte tags `first` then `second`, and returns their values; otherwise returns `nil`
+  /// and leaves the reader as it was.
+  ///
+  /// A `google.type.LatLng` with both coordinates set is always encoded that way, and a
+  /// route holds hundreds of them; the general field loop decodes those bytes to the same
+  /// two values.
+  @inlinable
+  package mutating func readExactFixed64Pair(tags first: UInt8, _ second: UInt8) -> (UInt64, UInt64)? {
+    guard limit - position == 18, let base else { return nil }
+    guard base.load(fromByteOffset: position, as: UInt8.self) == first,
+      base.load(fromByteOffset: position + 9, as: UInt8.self) == second
+    else { return nil }
+    let a = base.loadUnaligned(fromByteOffset: position + 1, as: UInt64.self)
+    let b = base.loadUnaligned(fromByteOffset: position + 10, as: UInt64.self)
+    tagStart = position + 9
+    position += 18
+    return (UInt64(littleEndian: a), UInt64(littleEndian: b))
+  }
+
   // MARK: - Length-delimited scalars
 
   /// Reads a `string` field, rejecting bytes that are not valid UTF-8.
@@ -116,7 +138,11 @@ extension WireReader {
     try expect(tag, .lengthDelimited)
     let fieldStart = tagStart
     return try withLengthDelimitedBytes { (raw) throws(WireDecodingError) -> String in
-      guard let string = String(validating: raw.bindMemoryIfNonEmpty(), as: UTF8.self) else {
+      let bytes = raw.bindMemoryIfNonEmpty()
+      // ASCII (names, IDs) is valid UTF-8 as it stands; only other text needs the general
+      // validator, which the standard library does not specialize.
+      if bytes.isASCII { return String(decoding: bytes, as: UTF8.self) }
+      guard let string = String(validating: bytes, as: UTF8.self) else {
         throw WireDecodingError(.invalidUTF8(field: tag.fieldNumber), offset: fieldStart)
       }
       return string
@@ -167,6 +193,10 @@ extension WireReader {
         throw WireDecodingError(.malformedPackedField(field: tag.fieldNumber), offset: fieldStart)
       }
       values.reserveCapacity(values.count + length / width)
+    case .varint:
+      // Every varint ends with the one byte of it that has the high bit clear.
+      let count = countVarintEnds(from: position, to: end)
+      if values.count + count > values.capacity { values.reserveCapacity(values.count + count) }
     default:
       break
     }
@@ -176,6 +206,18 @@ extension WireReader {
       values.append(try element(&self))
     }
     limit = savedLimit
+  }
+
+  /// The number of bytes in `start..<end` with the high bit clear: how many varints a
+  /// well-formed packed run there holds.
+  @usableFromInline
+  func countVarintEnds(from start: Int, to end: Int) -> Int {
+    guard let base else { return 0 }
+    var count = 0
+    for index in start..<end where base.load(fromByteOffset: index, as: UInt8.self) < 0x80 {
+      count += 1
+    }
+    return count
   }
 
   /// Reads `repeated int32`, packed or unpacked.
@@ -288,6 +330,16 @@ extension WireReader {
     try readRepeated(tag, elementWireType: .fixed64, into: &values) { (r) throws(WireDecodingError) in
       Double(bitPattern: try r.readRawFixed64())
     }
+  }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+  /// Whether every byte is below 0x80.
+  @inlinable
+  var isASCII: Bool {
+    var high: UInt8 = 0
+    for byte in self { high |= byte }
+    return high < 0x80
   }
 }
 

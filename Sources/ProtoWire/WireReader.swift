@@ -39,6 +39,7 @@ public struct WireReader {
   @usableFromInline let recursionLimit: Int
 
   /// Creates a reader over `buffer`, which must outlive the reader.
+  @inlinable
   public init(_ buffer: UnsafeRawBufferPointer, options: WireDecodingOptions = .init()) {
     self.base = buffer.baseAddress
     self.position = 0
@@ -49,6 +50,9 @@ public struct WireReader {
   }
 
   /// Runs `body` with a reader over the bytes of `bytes`, after checking the size limit.
+  // Inlinable so that it is specialized for the caller's byte container and result type:
+  // unspecialized, every decode looked up generic metadata for `Swift.Result<Result, _>`.
+  @inlinable
   public static func withReader<Bytes: Sequence<UInt8>, Result>(
     over bytes: Bytes,
     options: WireDecodingOptions = .init(),
@@ -71,16 +75,20 @@ public struct WireReader {
   }
 
   /// Runs `body` with a reader over `buffer`, after checking the size limit.
+  @inlinable
   public static func withReader<Result>(
     over buffer: UnsafeRawBufferPointer,
     options: WireDecodingOptions = .init(),
     _ body: (inout WireReader) throws(WireDecodingError) -> Result
   ) throws(WireDecodingError) -> Result {
-    guard buffer.count <= options.maxMessageSize else {
-      throw WireDecodingError(.messageTooLarge(size: buffer.count, limit: options.maxMessageSize), offset: 0)
-    }
+    guard buffer.count <= options.maxMessageSize else { throw tooLarge(buffer.count, options: options) }
     var reader = WireReader(buffer, options: options)
     return try body(&reader)
+  }
+
+  @usableFromInline
+  static func tooLarge(_ size: Int, options: WireDecodingOptions) -> WireDecodingError {
+    WireDecodingError(.messageTooLarge(size: size, limit: options.maxMessageSize), offset: 0)
   }
 
   /// The number of bytes left in the message currently being decoded.
@@ -100,6 +108,21 @@ public struct WireReader {
   /// Reads a varint of up to ten bytes. Bits past the 64th are discarded, as protobuf's runtimes do.
   @inlinable
   public mutating func readRawVarint() throws(WireDecodingError) -> UInt64 {
+    // Fast path, inlined into every field read: most varints (tags, lengths, enums,
+    // small numbers) are one byte.
+    if position < limit {
+      let first = byte(at: position)
+      if first < 0x80 {
+        position += 1
+        return UInt64(first)
+      }
+    }
+    return try readMultiByteVarint()
+  }
+
+  /// The general case of ``readRawVarint()``, kept out of line.
+  @usableFromInline
+  mutating func readMultiByteVarint() throws(WireDecodingError) -> UInt64 {
     var result: UInt64 = 0
     var shift: UInt64 = 0
     var index = position
@@ -284,17 +307,76 @@ public struct WireReader {
   /// Decodes the message of `tag` into `message`, creating it first if it is absent.
   @inlinable
   public mutating func readMessage<M: ProtoMessage>(_ tag: FieldTag, into message: inout M?) throws(WireDecodingError) {
-    var value = message ?? M()
-    message = nil  // Drop the optional's reference so `value` is uniquely held while it is merged.
-    try readMessage(tag, into: &value)
-    message = value
+    // Merged in place through the optional: no copy of the (possibly large) message
+    // is made, and what it holds stays uniquely referenced while it is merged.
+    // (Not `message == nil`: with `M: Equatable` that picks `Optional.==` and compares
+    // whole messages.)
+    if case .none = message { message = M() }
+    try readMessage(tag, into: &message!)
   }
 
   /// Decodes the message of `tag` and appends it to `messages`.
+  ///
+  /// When `messages` is full, the fields of the same tag that follow this one back to
+  /// back (a repeated field's usual encoding) are counted first and room is reserved
+  /// for all of them, so decoding a repeated field allocates its array once.
   @inlinable
   public mutating func readRepeatedMessage<M: ProtoMessage>(_ tag: FieldTag, into messages: inout [M]) throws(WireDecodingError) {
+    if messages.count == messages.capacity {
+      let run = countLengthDelimitedRun()
+      if run > 1 {
+        // Doubling at least keeps appends amortized when a field's elements are interleaved with others.
+        messages.reserveCapacity(Swift.max(messages.count + run, 2 * messages.count))
+      }
+    }
     var value = M()
     try readMessage(tag, into: &value)
-    messages.append(value)
+    messages.append(consume value)
+  }
+
+  /// How many length-delimited fields with the tag just read follow back to back,
+  /// starting with the one whose length is at the cursor. Reads ahead without moving
+  /// the cursor and without throwing: it stops at the first byte that does not fit,
+  /// and the decode proper reports what is wrong there.
+  @usableFromInline
+  func countLengthDelimitedRun() -> Int {
+    guard let base else { return 0 }
+    let tagLength = position &- tagStart
+    let firstTagByte = base.load(fromByteOffset: tagStart, as: UInt8.self)
+    var count = 0
+    var index = position
+    while true {
+      // The length varint at `index`; one byte for payloads under 128 bytes.
+      guard index < limit else { return count }
+      var length = UInt64(base.load(fromByteOffset: index, as: UInt8.self))
+      index &+= 1
+      if length >= 0x80 {
+        length &= 0x7F
+        var shift: UInt64 = 7
+        while true {
+          guard index < limit, shift < 64 else { return count }
+          let byte = base.load(fromByteOffset: index, as: UInt8.self)
+          index &+= 1
+          length |= UInt64(byte & 0x7F) << shift
+          if byte & 0x80 == 0 { break }
+          shift &+= 7
+        }
+      }
+      // Safe: `index <= limit` here, so the subtraction cannot underflow.
+      guard length <= UInt64(limit &- index) else { return count }
+      count &+= 1
+      index &+= Int(truncatingIfNeeded: length)
+      // The next field must start with the same tag bytes.
+      guard limit &- index > tagLength, base.load(fromByteOffset: index, as: UInt8.self) == firstTagByte else {
+        return count
+      }
+      var offset = 1
+      while offset < tagLength {
+        let byte = base.load(fromByteOffset: index &+ offset, as: UInt8.self)
+        guard byte == base.load(fromByteOffset: tagStart &+ offset, as: UInt8.self) else { return count }
+        offset &+= 1
+      }
+      index &+= tagLength
+    }
   }
 }

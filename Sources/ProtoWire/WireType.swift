@@ -37,6 +37,7 @@ public struct FieldTag: Sendable, Hashable, CustomStringConvertible {
   public let wireType: WireType
 
   /// Creates a tag. The field number must be in `1...maxFieldNumber`.
+  @inlinable
   public init(fieldNumber: Int, wireType: WireType) {
     precondition(
       fieldNumber >= 1 && fieldNumber <= FieldTag.maxFieldNumber,
@@ -46,6 +47,7 @@ public struct FieldTag: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// The tag as the varint value written on the wire.
+  @inlinable
   public var rawValue: UInt32 { UInt32(truncatingIfNeeded: fieldNumber << 3) | UInt32(wireType.rawValue) }
 
   public var description: String { "field \(fieldNumber) (\(wireType))" }

@@ -159,6 +159,7 @@ public struct WireWriter {
   }
   /// Writes preserved unknown fields verbatim.
   @inlinable public mutating func writeUnknown(_ unknown: UnknownFields) {
+    guard !unknown.isEmpty else { return }
     unknown.bytes.withUnsafeBytes { writeRawBytes($0) }
   }
 
