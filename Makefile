@@ -9,7 +9,8 @@ BUILD_DIR    := .build/debug
 FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 20
 
-.PHONY: all demo demo-ci test test-tsan build deps venv swift-test python-test fuzz fuzz-ci format clean
+.PHONY: all demo demo-ci test test-tsan build deps venv swift-test python-test fuzz fuzz-ci format clean \
+	bench bench-full bench-deps bench-build bench-micro bench-report
 
 all: build
 
@@ -72,5 +73,37 @@ fuzz: deps
 fuzz-ci:
 	scripts/fuzz.sh $(CI_FUZZ_SECONDS)
 
+## bench: the quick benchmarks (minutes): codec and pipeline micro benchmarks, tripload end to end
+## against grpc-swift-2, h2load's HTTP/2 ceiling; writes Benchmarks/results/latest.md and latest.svg
+BENCH_RESULTS := Benchmarks/results
+TRIPLOAD      := Benchmarks/.build/release/tripload
+TRIPLOAD_ARGS ?=
+bench: deps bench-deps bench-build bench-micro
+	$(TRIPLOAD) run --out $(BENCH_RESULTS)/e2e.json $(TRIPLOAD_ARGS)
+	$(MAKE) bench-report
+
+## bench-full: the long version (more trip counts, longer windows, longer micro benchmark runs)
+bench-full: deps bench-deps bench-build
+	JOURNEYSHARING_BENCH_SECONDS=10 $(MAKE) bench-micro
+	$(TRIPLOAD) run --full --out $(BENCH_RESULTS)/e2e.json $(TRIPLOAD_ARGS)
+	$(MAKE) bench-report
+
+## bench-deps: h2load and nghttpd (Debian nghttp2-client, nghttp2-server), only when missing
+bench-deps:
+	@scripts/install-bench-deps.sh
+
+bench-build:
+	cd Benchmarks && $(SWIFT) build -c release --product tripload
+
+BENCH_MICRO_ARGS ?=
+bench-micro:
+	mkdir -p $(BENCH_RESULTS)
+	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark \
+	  --target CodecBenchmarks --target PipelineBenchmarks $(BENCH_MICRO_ARGS) \
+	  --format jmh --path results/ --no-progress
+
+bench-report:
+	$(PYTHON) Benchmarks/scripts/report.py $(BENCH_RESULTS)
+
 clean:
-	rm -rf .build .build-* .fuzz Tests/Differential/generated
+	rm -rf .build .build-* .fuzz Tests/Differential/generated Benchmarks/.build

@@ -22,7 +22,6 @@ package final class Locked<Value>: @unchecked Sendable {
     self.value = value
     // The mutex lives at a stable heap address for its whole life, as pthreads requires.
     mutex = .allocate(capacity: 1)
-    mutex.initialize(to: pthread_mutex_t())
     pthread_mutex_init(mutex, nil)
   }
 

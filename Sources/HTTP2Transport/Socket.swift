@@ -167,17 +167,20 @@ package func detachThread(_ body: @escaping @Sendable () -> Void) {
   }
   let box = Unmanaged.passRetained(Box(body))
   var thread = pthread_t()
-  var attributes = pthread_attr_t()
-  pthread_attr_init(&attributes)
-  pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+  // Allocated rather than `pthread_attr_t()`: with OpenSSL's headers in the same build, that
+  // initializer resolves to COpenSSL's copy of the type, which this module does not import.
+  let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+  defer { attributes.deallocate() }
+  pthread_attr_init(attributes)
+  pthread_attr_setdetachstate(attributes, Int32(PTHREAD_CREATE_DETACHED))
   // The thread takes over the retain on the box.
   let rc = pthread_create(
-    &thread, &attributes,
+    &thread, attributes,
     { raw in
       Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
       return nil
     }, box.toOpaque())
-  pthread_attr_destroy(&attributes)
+  pthread_attr_destroy(attributes)
   if rc != 0 {
     // No thread could be made: run it here rather than never.
     box.takeRetainedValue().body()

@@ -113,7 +113,7 @@ final class TripFollower: @unchecked Sendable {
     // A newcomer gets the current state: model state, and the trip if one arrived.
     var changes = TripModelEvent.stateBit
     if let snapshot { changes |= snapshot.presentProperties.rawValue }
-    target.offer(currentEvent(), changes: changes)
+    if target.offer(currentEvent(), changes: changes) { services.requestDeliveryWake(queued: 1) }
   }
 
   private func removeOnLoop(_ target: any Deliverable) {
@@ -125,10 +125,12 @@ final class TripFollower: @unchecked Sendable {
     TripModelEvent(snapshot: snapshot, error: lastError, modelState: modelState)
   }
 
-  private func publish(_ changes: UInt64) {
-    guard changes != 0 else { return }
+  private func publish(_ changes: UInt64, force: Bool = false) {
+    guard changes != 0 || force else { return }
     let event = currentEvent()
-    for target in targets.values { target.offer(event, changes: changes) }
+    var queued = 0
+    for target in targets.values where target.offer(event, changes: changes) { queued += 1 }
+    if queued > 0 { services.requestDeliveryWake(queued: queued) }
   }
 
   // MARK: - Following
@@ -257,7 +259,16 @@ final class TripFollower: @unchecked Sendable {
       return
     }
     failures = 0
-    emit(state.apply(update))
+    // Events still waiting in mailboxes hold the current snapshot: take them back so the update can go
+    // into its storage in place (their change bits go out with the next offer).
+    var reclaimed = false
+    for target in targets.values where target.reclaimPending() { reclaimed = true }
+    let changes = state.apply(update)
+    if changes.isEmpty && reclaimed {
+      publish(0, force: true)  // the taken-back bits are still owed
+    } else {
+      emit(changes)
+    }
   }
 
   fileprivate func streamFinished(_ status: GRPCStatus, trailers: GRPCMetadata, generation: Int) {
@@ -431,6 +442,14 @@ struct TripState {
 
   /// Merges a streaming update; returns what changed for subscribers.
   mutating func apply(_ update: TripUpdate) -> TripPropertyFields {
+    // The common case, a vehicle's progress, merges into the snapshot's own storage when nobody
+    // else holds it: no copy of the trip at all.
+    if !update.fullTrip, snapshot != nil, isKnownUniquelyReferenced(&snapshot!),
+      let changes = snapshot!.mergeInPlace(update)
+    {
+      snapshot!.setUpdate(sendTime: update.sendTime?.unixTime, sequence: update.sequence)
+      return changes
+    }
     var trip = snapshot?.values.trip ?? Trip()
     trip.apply(update)
     return install(trip, sendTime: update.sendTime?.unixTime, sequence: update.sequence)

@@ -142,9 +142,13 @@ final class SubscriberJob: DeliveryJob, Deliverable {
     self.executor = executor
   }
 
-  /// Writer side (the event loop): hands `event` over and schedules a delivery if needed.
-  func offer(_ event: TripModelEvent, changes: UInt64) {
-    if mailbox.publish(event, changes: changes) { executor.submit(self) }
+  /// Writer side (the event loop): hands `event` over and queues a delivery if needed, without waking
+  /// a worker: the follower wakes one per batch (``ServicesCore/requestDeliveryWake()``).
+  @discardableResult
+  func offer(_ event: TripModelEvent, changes: UInt64) -> Bool {
+    guard mailbox.publish(event, changes: changes) else { return false }
+    executor.submitWithoutWaking(self)
+    return true
   }
 
   func runDelivery() {
@@ -172,6 +176,10 @@ final class SubscriberJob: DeliveryJob, Deliverable {
     flags.bitwiseAnd(~Self.deliveringFlag, ordering: .sequentiallyConsistent)
   }
 
+  func reclaimPending() -> Bool {
+    mailbox.reclaim() != nil
+  }
+
   /// Stops deliveries; waits for one in progress unless called from inside it.
   func close() {
     mailbox.close()
@@ -186,7 +194,13 @@ final class SubscriberJob: DeliveryJob, Deliverable {
 
 /// What the follower hands events to: subscriber jobs and update streams.
 protocol Deliverable: AnyObject, Sendable {
-  func offer(_ event: TripModelEvent, changes: UInt64)
+  /// Hands `event` over; returns whether a delivery job was queued (that needs a wake, see
+  /// ``ServicesCore/requestDeliveryWake(queued:)``).
+  @discardableResult
+  func offer(_ event: TripModelEvent, changes: UInt64) -> Bool
+  /// Takes back an event offered but not delivered yet (its change bits stay owed and go with the next
+  /// offer), so that the snapshot it holds can be updated in place. Returns whether one was taken back.
+  func reclaimPending() -> Bool
 }
 
 /// An ``TripModel/updates()`` sequence's link to the model.
@@ -196,12 +210,16 @@ final class StreamSubscription: Deliverable {
 
   init(model: TripModel) { self.model = model }
 
-  func offer(_ event: TripModelEvent, changes: UInt64) {
+  @discardableResult
+  func offer(_ event: TripModelEvent, changes: UInt64) -> Bool {
     stream.publish(event, changes: changes)
     if changes & TripPropertyFields.tripStatus.rawValue != 0, event.snapshot?.isFinal == true {
       stream.finish()
     }
+    return false
   }
+
+  func reclaimPending() -> Bool { false }
 }
 
 /// One element of ``TripModel/updates()``.

@@ -19,6 +19,7 @@ public final class TripPipelineHarness: @unchecked Sendable {
   private let models: [TripModel]
   private let jobs: [SubscriberJob]
   private var states: [TripState]
+  private var queuedSinceWake = 0
 
   /// `tripCount` trips named `providers/bench/trips/trip-{i}`, each with `subscriber` registered
   /// (without following anything), and `deliveryThreads` delivery threads.
@@ -50,12 +51,25 @@ public final class TripPipelineHarness: @unchecked Sendable {
   /// Returns the changed property bits.
   @discardableResult
   public func push(_ update: TripUpdate, toTrip index: Int) -> TripPropertyFields {
+    // As the follower does: take back an undelivered event so the snapshot can be updated in place.
+    let reclaimed = jobs[index].reclaimPending()
     let changes = states[index].apply(update)
-    if !changes.isEmpty {
+    if !changes.isEmpty || reclaimed {
       let event = TripModelEvent(snapshot: states[index].snapshot, error: nil, modelState: .active)
-      jobs[index].offer(event, changes: changes.rawValue)
+      // As the follower does: queue without waking, and wake the delivery threads once per batch.
+      if jobs[index].offer(event, changes: changes.rawValue) {
+        queuedSinceWake += 1
+        if queuedSinceWake >= ServicesCore.deliveryWakeBatch { flush() }
+      }
     }
     return changes
+  }
+
+  /// Wakes the delivery threads for what was queued (the follower does this at the end of each socket
+  /// read); call after a batch of pushes.
+  public func flush() {
+    queuedSinceWake = 0
+    services.core.executor.wakeIfNeeded()
   }
 
   /// Whether any trip's mailbox still holds an update its subscriber has not taken.

@@ -35,23 +35,23 @@ public final class TripSnapshot: @unchecked Sendable {
   private(set) var values: Values
 
   /// The trip, with remaining waypoints of other trips in a shared pool filtered out.
-  public var trip: Trip { values.trip }
+  public var trip: Trip { _read { yield values.trip } }
   /// The trip's status.
   public var tripStatus: TripStatus { values.trip.tripStatus }
   /// The vehicle's last known location.
-  public var vehicleLocation: VehicleLocation? { values.trip.lastLocation }
+  public var vehicleLocation: VehicleLocation? { _read { yield values.trip.lastLocation } }
   /// Where the rider is picked up (nil once the trip is canceled).
-  public var pickupLocation: TerminalLocation? { values.pickupLocation }
+  public var pickupLocation: TerminalLocation? { _read { yield values.pickupLocation } }
   /// Where the rider is dropped off (nil once the trip is canceled).
-  public var dropoffLocation: TerminalLocation? { values.dropoffLocation }
+  public var dropoffLocation: TerminalLocation? { _read { yield values.dropoffLocation } }
   /// The route from the vehicle to the next waypoint (decoded when the server sent an encoded polyline).
-  public var activeRoute: [LatLng] { values.activeRoute }
+  public var activeRoute: [LatLng] { _read { yield values.activeRoute } }
   /// Traffic on the active route.
   public var activeRouteTraffic: ConsumableTrafficPolyline? { values.activeRouteTraffic }
   /// Meters from the vehicle to the next waypoint along the active route.
   public var activeRouteRemainingDistance: Int32? { values.activeRouteRemainingDistance }
   /// The route after the next waypoint, to the last one.
-  public var remainingRoute: [LatLng] { values.remainingRoute }
+  public var remainingRoute: [LatLng] { _read { yield values.remainingRoute } }
   /// Traffic on the remaining route (the waypoints' traffic joined, indices into `remainingRoute`).
   public var remainingRouteTraffic: ConsumableTrafficPolyline? { values.remainingRouteTraffic }
   /// Meters from the vehicle to the last waypoint.
@@ -70,7 +70,7 @@ public final class TripSnapshot: @unchecked Sendable {
   public var updateSequence: UInt64 { values.updateSequence }
 
   /// The remaining waypoints (this trip's).
-  public var remainingWaypoints: [TripWaypoint] { values.trip.remainingWaypoints }
+  public var remainingWaypoints: [TripWaypoint] { _read { yield values.trip.remainingWaypoints } }
   /// The intermediate destinations.
   public var intermediateDestinations: [TerminalLocation] { values.trip.intermediateDestinations }
   /// Whether the trip reached a final state (COMPLETE or CANCELED).
@@ -88,6 +88,61 @@ public final class TripSnapshot: @unchecked Sendable {
   /// Replaces the state; only while the caller holds the sole reference.
   func replace(with values: Values) {
     self.values = values
+  }
+
+  /// The Trip fields (by number) whose update ``mergeInPlace(_:)`` handles: last_location (11),
+  /// remaining_distance_meters (12), eta_to_first_waypoint (13), number_of_passengers (10),
+  /// last_location_snappable (26) and remaining_time_to_first_waypoint (27): the fields of a
+  /// vehicle's progress, which leave the routes, waypoints and stops alone.
+  static let progressFields: UInt64 = 1 << 10 | 1 << 11 | 1 << 12 | 1 << 13 | 1 << 26 | 1 << 27
+
+  /// Merges a partial update that names only ``progressFields`` into this snapshot's own storage
+  /// (only while the caller holds the sole reference); returns what changed, or nil (nothing done)
+  /// when the update names other fields. No copy of the trip, no allocation: what the update names
+  /// is compared and assigned field by field, and the derived values those fields feed are recomputed.
+  func mergeInPlace(_ update: TripUpdate) -> TripPropertyFields? {
+    var mask: UInt64 = 0
+    for number in update.updatedFields {
+      guard number > 0, number < 64, Self.progressFields & (1 << UInt64(number)) != 0 else { return nil }
+      mask |= 1 << UInt64(number)
+    }
+    var changes: TripPropertyFields = []
+    if mask & (1 << 11) != 0 {
+      let location = update.trip?.lastLocation
+      if !bitwiseEqual(values.trip.lastLocation, location) { changes.insert(.routeLastVehicleLocation) }
+      values.trip.lastLocation = location
+    }
+    if mask & (1 << 12) != 0 {
+      let meters = update.trip?.remainingDistanceMeters
+      values.trip.remainingDistanceMeters = meters
+      let active = meters?.value
+      if values.activeRouteRemainingDistance != active { changes.insert(.remainingDistanceOfActiveRouteInMeters) }
+      values.activeRouteRemainingDistance = active
+      let remaining = JourneySharing.remainingRouteDistance(of: values.trip, active: active)
+      if values.remainingRouteDistance != remaining { changes.insert(.distanceOfRemainingRouteInMeters) }
+      values.remainingRouteDistance = remaining
+    }
+    if mask & (1 << 13) != 0 {
+      let eta = update.trip?.etaToFirstWaypoint
+      values.trip.etaToFirstWaypoint = eta
+      let seconds = eta?.unixTime
+      if !sameBits(values.etaToNextWaypoint, seconds) { changes.insert(.etaToNextWaypoint) }
+      values.etaToNextWaypoint = seconds
+    }
+    if mask & (1 << 10) != 0 {
+      let passengers = update.trip?.numberOfPassengers ?? 0
+      if values.trip.numberOfPassengers != passengers { changes.insert(.numberOfPassengers) }
+      values.trip.numberOfPassengers = passengers
+    }
+    if mask & (1 << 26) != 0 { values.trip.lastLocationSnappable = update.trip?.lastLocationSnappable ?? false }
+    if mask & (1 << 27) != 0 { values.trip.remainingTimeToFirstWaypoint = update.trip?.remainingTimeToFirstWaypoint }
+    return changes
+  }
+
+  /// Records which streaming update the snapshot reflects (only while the caller holds the sole reference).
+  func setUpdate(sendTime: Double?, sequence: UInt64) {
+    values.updateSendTime = sendTime
+    values.updateSequence = sequence
   }
 
   /// What differs between `old` and this snapshot; everything present when `old` is nil.
@@ -160,7 +215,7 @@ extension TripSnapshot.Values {
       remainingRoute = previous.remainingRoute
       remainingRouteTraffic = previous.remainingRouteTraffic
       for waypoint in trip.remainingWaypoints.dropFirst() {
-        if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = sum + meters }
+        if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = saturatingSum(sum, meters) }
       }
       for waypoint in trip.remainingWaypoints {
         switch waypoint.waypointType {
@@ -180,7 +235,7 @@ extension TripSnapshot.Values {
         }
         // The first waypoint's leg is the active route; later legs form the remaining route.
         guard index > 0 else { continue }
-        if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = sum + meters }
+        if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = saturatingSum(sum, meters) }
         let path =
           !waypoint.pathToWaypoint.isEmpty
           ? waypoint.pathToWaypoint : (EncodedPolyline.decode(waypoint.encodedPathToWaypoint) ?? [])
@@ -203,6 +258,7 @@ extension TripSnapshot.Values {
       }
     }
     remainingRouteDistance = trip.remainingWaypoints.count > 1 ? distance : activeRouteRemainingDistance
+    assert(remainingRouteDistance == JourneySharing.remainingRouteDistance(of: trip, active: activeRouteRemainingDistance))
     pickupETA = pickup ?? (trip.tripStatus.isBeforePickup ? trip.pickupTime?.unixTime : nil)
     dropoffETA = dropoff ?? trip.dropoffTime?.unixTime
   }
@@ -241,6 +297,24 @@ extension TripSnapshot.Values {
     if !sameBits(old.dropoffETA, dropoffETA) { fields.insert(.dropoffETA) }
     return fields
   }
+}
+
+/// Meters from the vehicle to the last waypoint: the distance to the next one plus the later legs'
+/// (nil when a leg's distance is unknown), or just the first when there is one waypoint.
+func remainingRouteDistance(of trip: Trip, active: Int32?) -> Int32? {
+  guard trip.remainingWaypoints.count > 1 else { return active }
+  var distance = active
+  for waypoint in trip.remainingWaypoints.dropFirst() {
+    if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = saturatingSum(sum, meters) }
+  }
+  return distance
+}
+
+/// `a + b`, held at Int32's bounds instead of trapping: the distances come from the network.
+@inline(__always)
+func saturatingSum(_ a: Int32, _ b: Int32) -> Int32 {
+  let (sum, overflow) = a.addingReportingOverflow(b)
+  return overflow ? (b > 0 ? .max : .min) : sum
 }
 
 /// Whether two arrays are the same storage (a copy nobody changed): equal without comparing elements.

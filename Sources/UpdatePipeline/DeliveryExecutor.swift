@@ -61,7 +61,20 @@ public final class DeliveryExecutor: Sendable {
   /// A job submitted while ``shutdown()`` drains runs if a worker is still there to take it; one submitted
   /// after the last worker exited (for example after `shutdown()` returned) is released without running.
   public func submit(_ job: any DeliveryJob) {
-    pool.submit(job)
+    pool.submit(job, wake: true)
+  }
+
+  /// Enqueues `job` like ``submit(_:)`` but leaves parked workers asleep: a producer that hands over
+  /// many jobs in one go (an event loop draining a socket read) calls ``wakeIfNeeded()`` once after the
+  /// batch instead of paying a futex wake per job. Until that call the job may wait for a worker that is
+  /// already awake.
+  public func submitWithoutWaking(_ job: any DeliveryJob) {
+    pool.submit(job, wake: false)
+  }
+
+  /// Wakes one parked worker if jobs are queued (it wakes another while it finds more). Any thread.
+  public func wakeIfNeeded() {
+    pool.wakeForQueuedWork()
   }
 
   /// How many jobs went to the overflow list because the ring was full (since creation).
@@ -186,7 +199,7 @@ final class DeliveryWorkerPool: @unchecked Sendable {
 
   // MARK: - Submitting
 
-  func submit(_ job: any DeliveryJob) {
+  func submit(_ job: any DeliveryJob, wake: Bool) {
     if !queue.tryEnqueue(job) {
       overflow.withLock { list in
         list.append(job)
@@ -206,7 +219,15 @@ final class DeliveryWorkerPool: @unchecked Sendable {
       discardQueuedJobs()
       return
     }
-    wakeOneIfParked()
+    if wake { wakeOneIfParked() }
+  }
+
+  /// Wakes one parked worker if there is queued work (after jobs were submitted without waking).
+  func wakeForQueuedWork() {
+    // Sequentially consistent fence: as in `submit`, so either this sees the sleeper or the parking
+    // worker sees the jobs.
+    atomicMemoryFence(ordering: .sequentiallyConsistent)
+    if hasWork { wakeOneIfParked() }
   }
 
   /// Called after the submitter's fence (see `submit`).
@@ -238,6 +259,10 @@ final class DeliveryWorkerPool: @unchecked Sendable {
 
     while true {
       if let job = nextJob() {
+        // More waiting behind this one: share it with a parked worker (jobs submitted in a batch
+        // woke only one).
+        // Relaxed: a hint; a worker missed here only means less parallelism, never a lost job.
+        if sleepers.load(ordering: .relaxed) > 0 && hasWork { wakeOneIfParked() }
         job.runDelivery()
         continue
       }

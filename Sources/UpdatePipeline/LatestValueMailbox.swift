@@ -76,6 +76,9 @@ public final class LatestValueMailbox<Value: Sendable>: Sendable {
   /// The bits stored with the current middle slot, carried into the next publish while it is untaken.
   /// Writer-only state (one writer at a time).
   @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var writerCarry: UInt64 = 0
+  /// Bits of a value the writer took back with `reclaim()`, owed to the reader with the next publish.
+  /// Writer-only state (one writer at a time).
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var reclaimedCarry: UInt64 = 0
 
   // The three slots are touched without atomics: the control word hands each one to exactly one side at a
   // time (writer: back slot, reader: front slot, nobody: middle slot), and the compare-and-swaps that move
@@ -114,8 +117,9 @@ public final class LatestValueMailbox<Value: Sendable>: Sendable {
         withSlot(back) { $0.value = nil }
         return false
       }
-      // While the middle value is untaken its bits are still owed to the reader: carry them over.
-      merged = observed & Self.fresh != 0 ? changes | writerCarry : changes
+      // While the middle value is untaken its bits are still owed to the reader: carry them over (and
+      // those of a value taken back with `reclaim()`).
+      merged = (observed & Self.fresh != 0 ? changes | writerCarry : changes) | reclaimedCarry
       withSlot(back) { $0.changes = merged }
       let desired = (observed & ~Self.middleMask) | back | Self.fresh | Self.scheduled
       // Release: publishes the back slot's value and bits to the reader. Acquire: the slot given back (the
@@ -129,9 +133,41 @@ public final class LatestValueMailbox<Value: Sendable>: Sendable {
     let replaced = observed & Self.middleMask
     writerBack = UInt8(replaced)
     writerCarry = merged  // not read back from the slot: it belongs to the reader (or `close()`) now
+    reclaimedCarry = 0
     // The old middle is ours now: release the value it held if the reader never took it (nil otherwise).
     if observed & Self.fresh != 0 { withSlot(replaced) { $0.value = nil } }
     return observed & Self.scheduled == 0
+  }
+
+  /// Writer: takes back the value published but not taken yet, if there is one; its change bits stay owed
+  /// and travel with the next ``publish(_:changes:)``. Returns nil when the reader took the value (or is
+  /// taking it), when nothing is pending, and after `close()`.
+  ///
+  /// For a writer that reuses a value's storage when nobody else holds it: a reader that lags keeps its
+  /// untaken value referenced from the mailbox; taking it back lets the writer update that storage in
+  /// place and publish it again, instead of copying it. A delivery already scheduled still runs (and finds
+  /// nothing, or the next publish's value).
+  @inlinable
+  public func reclaim() -> Value? {
+    // Relaxed: a snapshot to decide; the exchange below orders the slot access.
+    var observed = control.load(ordering: .relaxed)
+    while observed & Self.fresh != 0 && observed & Self.closed == 0 {
+      // Acquire and release: the middle slot passes from "published" to the writer, as in `publish` when it
+      // replaces an untaken value. Failure relaxed: a retry only re-reads the control word.
+      let (exchanged, original) = control.compareExchange(
+        expected: observed, desired: observed & ~Self.fresh, successOrdering: .acquiringAndReleasing,
+        failureOrdering: .relaxed)
+      if exchanged {
+        reclaimedCarry |= writerCarry
+        return withSlot(observed & Self.middleMask) { slot in
+          let value = slot.value
+          slot.value = nil
+          return value
+        }
+      }
+      observed = original
+    }
+    return nil
   }
 
   /// Reader: the newest value published since the last take (nil if none) and the OR of the change bits of
