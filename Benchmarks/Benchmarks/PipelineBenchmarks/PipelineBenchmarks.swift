@@ -1,0 +1,79 @@
+// Benchmarks/Benchmarks/PipelineBenchmarks/PipelineBenchmarks.swift - updates through merge → diff → hand-off
+//
+// N trips (1k, 10k, 100k), each with one subscriber, fed small streaming updates in
+// round-robin from the benchmark thread: every update is merged into its trip, the snapshot
+// derived and diffed, and the event handed to the subscriber's mailbox, from which one
+// delivery thread runs the subscriber's callbacks. One benchmark iteration is 1,000 updates,
+// so time and allocations per iteration divided by 1,000 are per update.
+
+import Benchmark
+import BenchmarkFixtures
+import FleetEngineMessages
+@_spi(Benchmarks) import JourneySharing
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// How long each benchmark runs: JOURNEYSHARING_BENCH_SECONDS (`make bench-full`), else `default` ms.
+func benchmarkMilliseconds(default value: Int) -> Int {
+  guard let text = getenv("JOURNEYSHARING_BENCH_SECONDS"), let seconds = Int(String(cString: text)), seconds > 0
+  else { return value }
+  return seconds * 1000
+}
+
+/// Counts deliveries; the work a real subscriber does is its own business.
+final class CountingSubscriber: TripModelSubscriber {
+  let deliveries = Atomic<Int>(0)
+  func tripModel(_ tripModel: TripModel, didUpdate vehicleLocation: VehicleLocation?) {
+    deliveries.add(1, ordering: .relaxed)
+  }
+}
+
+let updatesPerIteration = 1_000
+
+/// The harness and the round-robin cursor of one benchmark (touched by the benchmark thread only).
+final class PipelineRun: @unchecked Sendable {
+  let harness: TripPipelineHarness
+  var cursor = 0
+  init(harness: TripPipelineHarness) { self.harness = harness }
+}
+
+/// Distinct small updates (decoded, as the network thread has them after decoding), so that
+/// consecutive updates of a trip differ.
+let smallUpdates: [TripUpdate] = (0..<64).map { Fixtures.smallUpdate(step: $0) }
+
+let benchmarks: @Sendable () -> Void = {
+  for tripCount in [1_000, 10_000, 100_000] {
+    Benchmark(
+      "Pipeline small update, \(tripCount / 1000)k trips (1000 updates per iteration)",
+      configuration: .init(
+        metrics: [.wallClock, .cpuTotal, .throughput, .mallocCountTotal],
+        warmupIterations: 200,
+        maxDuration: .milliseconds(benchmarkMilliseconds(default: 2000)),
+        maxIterations: 1_000_000
+      )
+    ) { (benchmark: Benchmark, run: PipelineRun) in
+      let harness = run.harness
+      var cursor = run.cursor
+      for _ in benchmark.scaledIterations {
+        for _ in 0..<updatesPerIteration {
+          let trip = cursor % tripCount
+          let round = cursor / tripCount
+          blackHole(harness.push(smallUpdates[round & 63], toTrip: trip))
+          cursor &+= 1
+        }
+        harness.flush()
+      }
+      run.cursor = cursor
+    } setup: {
+      let subscriber = CountingSubscriber()
+      let harness = try TripPipelineHarness(tripCount: tripCount, subscriber: subscriber, deliveryThreads: 1)
+      // Every trip starts from the full trip, as a stream's first message.
+      let first = Fixtures.fullTripUpdate()
+      for trip in 0..<tripCount { harness.push(first, toTrip: trip) }
+      return PipelineRun(harness: harness)
+    }
+  }
+}

@@ -1,0 +1,135 @@
+// Benchmarks/Sources/tripload/Clients.swift - the two clients tripload compares
+//
+// Both follow trips `providers/load/trips/trip-{i}`, i < trips, on a FleetSim in load mode,
+// and record every update in a LoadRecorder: ours through the public consumer API (one
+// subscriber per trip, the whole-snapshot callback, which carries the update's send time),
+// grpc-swift-2's through GRPCSwiftFollower (one server-streaming call per trip, swift-protobuf
+// decoding of every message).
+
+import FleetEngineMessages
+import Foundation
+import GRPCSwiftFollower
+import HTTP2Transport
+import JourneySharing
+import Logging
+import Synchronization
+import SwiftProtobuf
+import SwiftProtobufMessages
+import ProtoWire
+
+/// A client under test.
+protocol LoadClient: Sendable {
+  /// Starts following every trip; returns once following has been requested (not completed).
+  func start(trips: Int, recorder: LoadRecorder) async throws
+  /// Stops following and closes connections; returns the number of errors seen.
+  func stop() async -> Int
+}
+
+func tripName(_ index: Int) -> String { "providers/load/trips/trip-\(index)" }
+
+/// One trip's subscriber: records the update behind each delivered snapshot.
+final class RecordingSubscriber: TripModelSubscriber {
+  let index: Int
+  let recorder: LoadRecorder
+  let errors: Atomic<Int>
+
+  init(index: Int, recorder: LoadRecorder) {
+    self.index = index
+    self.recorder = recorder
+    self.errors = Atomic(0)
+  }
+
+  func tripModel(
+    _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
+  ) {
+    recorder.record(trip: index, sequence: snapshot.updateSequence, sentAt: snapshot.updateSendTime, now: wallClock())
+  }
+
+  func tripModel(_ tripModel: TripModel, didFailUpdateTripWithError error: (any Error)?) {
+    errors.add(1, ordering: .relaxed)
+  }
+}
+
+/// This project's client: JourneySharingServices over its own gRPC channel.
+final class JourneySharingLoadClient: LoadClient, @unchecked Sendable {
+  let services: JourneySharingServices
+  private var subscriptions: [(TripModel, RecordingSubscriber)] = []
+
+  init(host: String, port: Int, connections: Int, deliveryThreads: Int) throws {
+    var configuration = JourneySharingConfiguration(
+      host: host, port: port, security: .plaintext, providerID: "load", fetchMode: .stream,
+      logger: Logger(label: "tripload"))
+    configuration.channel.maxConnections = connections
+    configuration.deliveryThreads = deliveryThreads
+    services = try JourneySharingServices(configuration: configuration)
+  }
+
+  func start(trips: Int, recorder: LoadRecorder) async throws {
+    subscriptions.reserveCapacity(trips)
+    for index in 0..<trips {
+      let model = services.tripService.tripModel(forTripName: tripName(index))
+      let subscriber = RecordingSubscriber(index: index, recorder: recorder)
+      model.register(subscriber)
+      subscriptions.append((model, subscriber))
+    }
+  }
+
+  func stop() async -> Int {
+    var errors = 0
+    for (model, subscriber) in subscriptions {
+      model.unregisterSubscriber(subscriber)
+      errors += subscriber.errors.load(ordering: .relaxed)
+    }
+    await services.shutdown()
+    return errors
+  }
+}
+
+/// The grpc-swift-2 client (NIO HTTP/2 transport, raw-bytes serializer, swift-protobuf decoding).
+final class GRPCSwiftLoadClient: LoadClient, @unchecked Sendable {
+  let follower: GRPCSwiftFollower
+  private var task: Task<GRPCSwiftFollower.Summary, any Error>?
+
+  init(host: String, port: Int, connections: Int) {
+    follower = GRPCSwiftFollower(host: host, port: port, connections: connections)
+  }
+
+  func start(trips: Int, recorder: LoadRecorder) async throws {
+    let names = (0..<trips).map(tripName)
+    let follower = follower
+    task = Task {
+      try await follower.follow(tripNames: names) { trip, update, receivedAt in
+        let sent = update.hasSendTime ? Double(update.sendTime.seconds) + Double(update.sendTime.nanos) / 1e9 : nil
+        recorder.record(trip: trip, sequence: update.sequence, sentAt: sent, now: receivedAt)
+      }
+    }
+  }
+
+  func stop() async -> Int {
+    guard let task else { return 0 }
+    task.cancel()
+    switch await task.result {
+    case .success(let summary): return summary.streamErrors + summary.decodeFailures
+    case .failure: return 1
+    }
+  }
+}
+
+/// The small update the load server sends, for sizing h2load's payload alike.
+enum TripUpdateSample {
+  static func make() -> TripUpdate {
+    var location = VehicleLocation()
+    location.location = LatLng(latitude: 52.37123456, longitude: 4.89123456)
+    location.heading = Int32Value(123)
+    location.updateTime = Timestamp(unixTime: 1_750_000_000.123456)
+    var trip = Trip()
+    trip.lastLocation = location
+    trip.remainingDistanceMeters = Int32Value(4321)
+    trip.etaToFirstWaypoint = Timestamp(seconds: 1_750_000_600)
+    var update = TripUpdate()
+    update.trip = trip
+    update.updatedFields = [11, 12, 13]
+    update.sendTime = Timestamp(unixTime: 1_750_000_000.123456)
+    return update
+  }
+}

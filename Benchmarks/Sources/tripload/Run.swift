@@ -1,0 +1,231 @@
+// Benchmarks/Sources/tripload/Run.swift - every scenario, side by side, into one JSON file
+
+import ArgumentParser
+import FleetEngineMessages
+import Foundation
+import ProtoWire
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One scenario's server and clients.
+struct ScenarioResult: Codable {
+  var trips: Int
+  var rate: Double?
+  var connections: Int
+  var clients: [ClientResult]
+  var serverStats: String
+}
+
+/// h2load's figures.
+struct H2LoadResult: Codable {
+  var command: String
+  var requestsPerSecond: Double
+  var payloadBytes: Int
+  var output: String
+}
+
+struct RunResults: Codable {
+  var machine: String
+  var date: String
+  var scenarios: [ScenarioResult]
+  var h2load: H2LoadResult?
+}
+
+struct RunCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "run", abstract: "Run the scenarios (quick by default) and write the results as JSON.")
+
+  @Flag(help: "The long version: more trip counts, longer windows.") var full = false
+  @Option(help: "Where to write the JSON results.") var out = "results/e2e.json"
+  @Option(help: "Measured seconds per client (default: 8 quick, 20 full).") var duration: Double?
+  @Option(help: "Clients to run, comma-separated.") var clients = "journeysharing,grpc-swift"
+  @Option(help: "Trip counts at 1 update/s, comma-separated (default: quick 1000,10000,100000).") var trips: String?
+
+  func run() async throws {
+    signal(SIGPIPE, SIG_IGN)
+    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+    let seconds = duration ?? (full ? 20 : 8)
+    let kinds = clients.split(separator: ",").map(String.init)
+    let counts = trips.map { $0.split(separator: ",").compactMap { Int($0) } }
+      ?? (full ? [1_000, 10_000, 50_000, 100_000] : [1_000, 10_000, 100_000])
+    var scenarios: [(trips: Int, rate: Double?)] = counts.map { ($0, 1.0) }
+    scenarios.append((10_000, nil))
+    if full { scenarios.append((1_000, nil)) }
+
+    var results: [ScenarioResult] = []
+    for scenario in scenarios {
+      let connections = max(2, (scenario.trips + 9_999) / 10_000)
+      progress("== \(scenario.trips) trips, \(scenario.rate.map { "\($0) update/s each" } ?? "as fast as flow control allows"), \(connections) connections")
+      let server = try ServerProcess(executable: executable, trips: scenario.trips, rate: scenario.rate)
+      var clientResults: [ClientResult] = []
+      for kind in kinds {
+        var arguments = [
+          "client", "--kind", kind, "--port", String(server.port), "--trips", String(scenario.trips),
+          "--connections", String(connections), "--duration", String(seconds),
+          "--warmup", String(scenario.trips >= 50_000 ? 5 : 3),
+        ]
+        if let rate = scenario.rate { arguments += ["--rate", String(rate)] }
+        if let result = runClient(executable: executable, arguments: arguments) {
+          clientResults.append(result)
+          progress(
+            String(
+              format: "   %@: %.0f updates/s, %.2f CPU s per million, p50 %.2f ms p99 %.2f ms p99.9 %.2f ms, %.0f B/trip",
+              kind, result.updatesPerSecond, result.cpuSecondsPerMillionUpdates, result.latencyP50Ms,
+              result.latencyP99Ms, result.latencyP999Ms, result.rssPerTripBytes))
+        } else {
+          progress("   \(kind): no result")
+        }
+        // Let the server notice the cancelled streams before the next client.
+        try? await Task.sleep(for: .seconds(1))
+      }
+      let stats = server.stop()
+      results.append(
+        ScenarioResult(
+          trips: scenario.trips, rate: scenario.rate, connections: connections, clients: clientResults,
+          serverStats: stats))
+    }
+    let h2load = runH2Load(full: full)
+    let formatter = ISO8601DateFormatter()
+    let all = RunResults(
+      machine: machineDescription(), date: formatter.string(from: Date()), scenarios: results, h2load: h2load)
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(all).write(to: URL(fileURLWithPath: out))
+    progress("wrote \(out)")
+  }
+
+  func runClient(executable: String, arguments: [String]) -> ClientResult? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.standardError
+    do { try process.run() } catch { return nil }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("RESULT ") }) else { return nil }
+    return try? JSONDecoder().decode(ClientResult.self, from: Data(line.dropFirst("RESULT ".count).utf8))
+  }
+
+  func machineDescription() -> String {
+    var parts: [String] = []
+    if let cpu = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+      let model = cpu.split(separator: "\n").first(where: { $0.hasPrefix("model name") })
+    {
+      parts.append(model.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "")
+    }
+    parts.append("\(ProcessInfo.processInfo.activeProcessorCount) cores")
+    parts.append("\(ProcessInfo.processInfo.physicalMemory >> 30) GiB")
+    return parts.joined(separator: ", ")
+  }
+
+  /// h2load against nghttpd serving a file the size of a framed small update: the raw HTTP/2
+  /// request rate this machine manages with 10 connections.
+  func runH2Load(full: Bool) -> H2LoadResult? {
+    guard let h2load = which("h2load"), let nghttpd = which("nghttpd") else {
+      progress("h2load or nghttpd missing (Debian: nghttp2-client, nghttp2-server): no HTTP/2 ceiling")
+      return nil
+    }
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("tripload-h2-\(getpid())")
+    try? FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: root) }
+    let payload = smallUpdateFrameSize()
+    try? Data(repeating: 0x2a, count: payload).write(to: root.appendingPathComponent("update"))
+    let port = 20_000 + Int(getpid() % 20_000)
+    let server = Process()
+    server.executableURL = URL(fileURLWithPath: nghttpd)
+    server.arguments = ["--no-tls", "-d", root.path, "-a", "127.0.0.1", String(port)]
+    server.standardOutput = FileHandle.nullDevice
+    server.standardError = FileHandle.nullDevice
+    do { try server.run() } catch { return nil }
+    defer {
+      kill(server.processIdentifier, SIGKILL)  // nghttpd ignores SIGTERM while it has connections
+      server.waitUntilExit()
+    }
+    usleep(300_000)
+    let requests = full ? 4_000_000 : 1_000_000
+    let arguments = ["-n", String(requests), "-c", "10", "-m", "100", "http://127.0.0.1:\(port)/update"]
+    progress("== h2load \(arguments.joined(separator: " "))")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: h2load)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    do { try process.run() } catch { return nil }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let output = String(decoding: data, as: UTF8.self)
+    // "finished in 2.50s, 400000.00 req/s, 40.00MB/s"
+    guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
+      let rate = line.split(separator: ",").dropFirst().first?.split(separator: " ").first.flatMap({ Double($0) })
+    else { return nil }
+    progress("   \(line)")
+    let summary = output.split(separator: "\n").filter {
+      $0.hasPrefix("finished in") || $0.hasPrefix("requests:") || $0.hasPrefix("status codes:")
+    }.joined(separator: "\n")
+    return H2LoadResult(
+      command: "h2load " + arguments.joined(separator: " ") + " (nghttpd --no-tls, \(payload)-byte body)",
+      requestsPerSecond: rate, payloadBytes: payload, output: summary)
+  }
+
+  func which(_ name: String) -> String? {
+    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+      let path = "\(directory)/\(name)"
+      if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+  }
+}
+
+/// The size of a small update as gRPC sends it: 5-byte prefix plus the message.
+func smallUpdateFrameSize() -> Int {
+  var update = TripUpdateSample.make()
+  update.sequence = 1000
+  return 5 + update.serializedBytes().count
+}
+
+/// A tripload server in a process of its own.
+final class ServerProcess {
+  let process = Process()
+  let output = Pipe()
+  let port: Int
+
+  init(executable: String, trips: Int, rate: Double?) throws {
+    process.executableURL = URL(fileURLWithPath: executable)
+    var arguments = ["server", "--trips", String(trips)]
+    if let rate { arguments += ["--rate", String(rate)] } else { arguments.append("--saturate") }
+    process.arguments = arguments
+    process.standardOutput = output
+    process.standardError = FileHandle.standardError
+    try process.run()
+    var buffer = Data()
+    var found: Int?
+    while found == nil {
+      let chunk = output.fileHandleForReading.availableData
+      if chunk.isEmpty { break }
+      buffer.append(chunk)
+      let text = String(decoding: buffer, as: UTF8.self)
+      if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) {
+        found = Int(line.dropFirst("listening on ".count))
+      }
+    }
+    guard let found else { throw ValidationError("the tripload server did not start") }
+    port = found
+  }
+
+  /// Stops the server; returns its stats line.
+  func stop() -> String {
+    process.interrupt()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    return text.split(separator: "\n").last(where: { $0.hasPrefix("server stats: ") }).map {
+      String($0.dropFirst("server stats: ".count))
+    } ?? ""
+  }
+}

@@ -1,0 +1,144 @@
+// Benchmarks/Sources/tripload/Tripload.swift - end-to-end load: FleetSim serving N trips, clients following them
+//
+//   tripload server  --trips N (--rate R | --saturate)            FleetSim in load mode on 127.0.0.1
+//   tripload client  --kind journeysharing|grpc-swift --port P …  follows N trips, prints one RESULT line
+//   tripload run     [--quick | --full] --out DIR                 every scenario, side by side; writes results
+//
+// `run` starts a server process per scenario, then the clients one after the other against
+// that same server (each in its own process, so CPU and memory are the client's alone),
+// then h2load against nghttpd for the raw HTTP/2 ceiling, and writes latest.md and a plot.
+
+import ArgumentParser
+import FleetEngineMessages
+import FleetSim
+import Foundation
+import HTTP2Transport
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@main
+struct Tripload: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "tripload",
+    abstract: "End-to-end load: follow N trips on FleetSim with this project's client and with grpc-swift-2.",
+    subcommands: [RunCommand.self, ServerCommand.self, ClientCommand.self],
+    defaultSubcommand: RunCommand.self)
+}
+
+nonisolated(unsafe) var serverStop: sig_atomic_t = 0
+
+struct ServerCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "server", abstract: "FleetSim in load mode on 127.0.0.1; prints `listening on PORT`.")
+
+  @Option(help: "Trips served.") var trips = 1000
+  @Option(help: "Small updates per trip per second.") var rate: Double?
+  @Flag(help: "Send as fast as flow control allows.") var saturate = false
+  @Option(help: "Port (0 picks one).") var port = 0
+  @Option(name: .customLong("max-concurrent-streams")) var maxConcurrentStreams: UInt32 = 20_000
+
+  func run() async throws {
+    signal(SIGTERM) { _ in serverStop = 1 }
+    signal(SIGINT) { _ in serverStop = 1 }
+    signal(SIGPIPE, SIG_IGN)
+    var simulation = SimulationConfiguration()
+    simulation.provider = "load"
+    simulation.tripCount = trips
+    simulation.startTime = wallClock()
+    simulation.speedup = 1
+    let load = LoadGeneration(updatesPerSecond: saturate ? nil : (rate ?? 1))
+    let sim = try FleetSim(
+      configuration: FleetSimConfiguration(simulation: simulation, load: load),
+      listen: GRPCServerConfiguration(host: "127.0.0.1", port: port, maxConcurrentStreams: maxConcurrentStreams),
+      logger: Logger(label: "tripload.server"))
+    let bound = try sim.start()
+    emit("listening on \(bound)")
+    let started = processCPUSeconds()
+    while serverStop == 0 { try? await Task.sleep(for: .milliseconds(50)) }
+    let stats = await sim.stats()
+    emit("server stats: \(stats) cpu_seconds=\(processCPUSeconds() - started)")
+    await sim.shutdown()
+  }
+}
+
+struct ClientCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "client", abstract: "Follow trips on a tripload server; prints progress, then `RESULT {json}`.")
+
+  @Option(help: "journeysharing or grpc-swift.") var kind = "journeysharing"
+  @Option(help: "Server port on 127.0.0.1.") var port: Int
+  @Option(help: "Trips to follow.") var trips = 1000
+  @Option(help: "HTTP/2 connections.") var connections = 1
+  @Option(help: "The server's rate per trip (for the record; nil = saturating).") var rate: Double?
+  @Option(help: "Seconds to wait for every trip's first update.") var startTimeout = 120.0
+  @Option(help: "Warm-up seconds after every trip started.") var warmup = 3.0
+  @Option(help: "Measured seconds.") var duration = 10.0
+  @Option(name: .customLong("delivery-threads")) var deliveryThreads = 2
+
+  func run() async throws {
+    let recorder = LoadRecorder(trips: trips)
+    let baseline = residentBytes()
+    let client: any LoadClient
+    switch kind {
+    case "journeysharing":
+      client = try JourneySharingLoadClient(
+        host: "127.0.0.1", port: port, connections: connections, deliveryThreads: deliveryThreads)
+    case "grpc-swift":
+      client = GRPCSwiftLoadClient(host: "127.0.0.1", port: port, connections: connections)
+    default:
+      throw ValidationError("--kind must be journeysharing or grpc-swift")
+    }
+    let begin = monotonicSeconds()
+    try await client.start(trips: trips, recorder: recorder)
+    // Every trip's first message (the full trip) must have arrived before measuring.
+    while recorder.tripsStarted.load(ordering: .relaxed) < trips, monotonicSeconds() - begin < startTimeout {
+      try? await Task.sleep(for: .milliseconds(250))
+      progress(
+        "[\(kind)] starting: \(recorder.tripsStarted.load(ordering: .relaxed))/\(trips) trips receiving, "
+          + "rss \(residentBytes() >> 20) MiB")
+    }
+    let started = recorder.tripsStarted.load(ordering: .relaxed)
+    try? await Task.sleep(for: .seconds(warmup))
+    recorder.recording.store(true, ordering: .relaxed)
+    let cpu0 = processCPUSeconds()
+    let t0 = monotonicSeconds()
+    var lastCount = 0
+    var lastTime = t0
+    while monotonicSeconds() - t0 < duration {
+      try? await Task.sleep(for: .seconds(1))
+      let now = monotonicSeconds()
+      let count = recorder.delivered.load(ordering: .relaxed)
+      progress(
+        String(
+          format: "[%@] %5.1fs  %9.0f updates/s  rss %d MiB  cpu %.2fs", kind, now - t0,
+          Double(count - lastCount) / (now - lastTime), residentBytes() >> 20, processCPUSeconds() - cpu0))
+      lastCount = count
+      lastTime = now
+    }
+    recorder.recording.store(false, ordering: .relaxed)
+    let seconds = monotonicSeconds() - t0
+    let cpu = processCPUSeconds() - cpu0
+    let rss = residentBytes()
+    let updates = recorder.delivered.load(ordering: .relaxed)
+    let latency = recorder.percentiles()
+    let errors = await client.stop()
+    let result = ClientResult(
+      client: kind, trips: trips, connections: connections, rate: rate, seconds: seconds, tripsStarted: started,
+      updates: updates, updatesPerSecond: Double(updates) / seconds,
+      updatesReceivedPerSecond: Double(updates + recorder.gaps.load(ordering: .relaxed)) / seconds, cpuSeconds: cpu,
+      cpuSecondsPerMillionUpdates: updates > 0 ? cpu / Double(updates + recorder.gaps.load(ordering: .relaxed)) * 1e6 : 0,
+      rssBaselineBytes: baseline, rssBytes: rss, rssPerTripBytes: Double(rss - baseline) / Double(max(1, trips)),
+      latencyP50Ms: latency.p50, latencyP99Ms: latency.p99, latencyP999Ms: latency.p999,
+      latencyMaxMs: Double(recorder.maxMicros.load(ordering: .relaxed)) / 1000, latencySamples: latency.samples,
+      gaps: recorder.gaps.load(ordering: .relaxed), duplicates: recorder.duplicates.load(ordering: .relaxed),
+      restarts: recorder.restarts.load(ordering: .relaxed), errors: errors)
+    let json = try JSONEncoder().encode(result)
+    emit("RESULT " + String(decoding: json, as: UTF8.self))
+    // Exit without tearing down the remaining threads one by one.
+    Glibc.exit(0)
+  }
+}
