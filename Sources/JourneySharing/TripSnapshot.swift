@@ -109,7 +109,9 @@ public final class TripSnapshot: @unchecked Sendable {
     var changes: TripPropertyFields = []
     if mask & (1 << 11) != 0 {
       let location = update.trip?.lastLocation
-      if !bitwiseEqual(values.trip.lastLocation, location) { changes.insert(.routeLastVehicleLocation) }
+      // `!=` (concrete, specialized) rather than the generic bitwise comparison: an update that names
+      // the location almost always moves it, and one carrying a NaN is reported as a change.
+      if values.trip.lastLocation != location { changes.insert(.routeLastVehicleLocation) }
       values.trip.lastLocation = location
     }
     if mask & (1 << 12) != 0 {
@@ -118,7 +120,7 @@ public final class TripSnapshot: @unchecked Sendable {
       let active = meters?.value
       if values.activeRouteRemainingDistance != active { changes.insert(.remainingDistanceOfActiveRouteInMeters) }
       values.activeRouteRemainingDistance = active
-      let remaining = JourneySharing.remainingRouteDistance(of: values.trip, active: active)
+      let remaining = JourneySharing.remainingRouteDistance(of: values.trip.remainingWaypoints, active: active)
       if values.remainingRouteDistance != remaining { changes.insert(.distanceOfRemainingRouteInMeters) }
       values.remainingRouteDistance = remaining
     }
@@ -258,7 +260,7 @@ extension TripSnapshot.Values {
       }
     }
     remainingRouteDistance = trip.remainingWaypoints.count > 1 ? distance : activeRouteRemainingDistance
-    assert(remainingRouteDistance == JourneySharing.remainingRouteDistance(of: trip, active: activeRouteRemainingDistance))
+    assert(remainingRouteDistance == JourneySharing.remainingRouteDistance(of: trip.remainingWaypoints, active: activeRouteRemainingDistance))
     pickupETA = pickup ?? (trip.tripStatus.isBeforePickup ? trip.pickupTime?.unixTime : nil)
     dropoffETA = dropoff ?? trip.dropoffTime?.unixTime
   }
@@ -301,10 +303,10 @@ extension TripSnapshot.Values {
 
 /// Meters from the vehicle to the last waypoint: the distance to the next one plus the later legs'
 /// (nil when a leg's distance is unknown), or just the first when there is one waypoint.
-func remainingRouteDistance(of trip: Trip, active: Int32?) -> Int32? {
-  guard trip.remainingWaypoints.count > 1 else { return active }
+func remainingRouteDistance(of waypoints: [TripWaypoint], active: Int32?) -> Int32? {
+  guard waypoints.count > 1 else { return active }
   var distance = active
-  for waypoint in trip.remainingWaypoints.dropFirst() {
+  for waypoint in waypoints.dropFirst() {
     if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = saturatingSum(sum, meters) }
   }
   return distance
