@@ -141,7 +141,7 @@ struct ClientResult: Codable {
   var gaps: Int
   var duplicates: Int
   var restarts: Int
-  var errors: Int
+  var errors: Int?
 }
 
 /// Writes a line to standard output at once (unbuffered: the parent reads it through a pipe).
