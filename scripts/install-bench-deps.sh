@@ -12,12 +12,5 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "installing missing benchmark tools: ${missing[*]}"
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null 2>&1 || { echo "need root (or sudo) to apt-get install ${missing[*]}" >&2; exit 1; }
-  sudo="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
-$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+. "$(dirname "$0")/apt-install.sh"
+apt_install "${missing[@]}"

@@ -22,16 +22,6 @@ import ProtoWire
 import SwiftProtobuf
 import SwiftProtobufMessages
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
-/// How long each benchmark runs: JOURNEYSHARING_BENCH_SECONDS (`make bench-full`), else `default` ms.
-func benchmarkMilliseconds(default value: Int) -> Int {
-  guard let text = getenv("JOURNEYSHARING_BENCH_SECONDS"), let seconds = Int(String(cString: text)), seconds > 0
-  else { return value }
-  return seconds * 1000
-}
 
 let benchmarks: @Sendable () -> Void = {
   Benchmark.defaultConfiguration = .init(

@@ -12,16 +12,6 @@ import FleetEngineMessages
 @_spi(Benchmarks) import JourneySharing
 import Synchronization
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
-/// How long each benchmark runs: JOURNEYSHARING_BENCH_SECONDS (`make bench-full`), else `default` ms.
-func benchmarkMilliseconds(default value: Int) -> Int {
-  guard let text = getenv("JOURNEYSHARING_BENCH_SECONDS"), let seconds = Int(String(cString: text)), seconds > 0
-  else { return value }
-  return seconds * 1000
-}
 
 /// Counts deliveries; the work a real subscriber does is its own business.
 final class CountingSubscriber: TripModelSubscriber {

@@ -128,3 +128,15 @@ public enum Fixtures {
     return update
   }
 }
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// How long each micro benchmark runs, in milliseconds: `JOURNEYSHARING_BENCH_SECONDS` × 1000 when set
+/// (`make bench-full` sets 10), else `value`.
+public func benchmarkMilliseconds(default value: Int) -> Int {
+  guard let text = getenv("JOURNEYSHARING_BENCH_SECONDS"), let seconds = Int(String(cString: text)), seconds > 0
+  else { return value }
+  return seconds * 1000
+}
