@@ -210,34 +210,23 @@ extension TripSnapshot.Values {
     activeRouteRemainingDistance = trip.remainingDistanceMeters?.value
     etaToNextWaypoint = trip.etaToFirstWaypoint?.unixTime
 
-    var distance = trip.remainingDistanceMeters?.value
     var pickup: Double?
     var dropoff: Double?
+    for waypoint in trip.remainingWaypoints {
+      switch waypoint.waypointType {
+      case .pickupWaypointType where pickup == nil: pickup = waypoint.eta?.unixTime
+      case .dropOffWaypointType: dropoff = waypoint.eta?.unixTime
+      default: break
+      }
+    }
     if let previous, waypointsUnchanged {
       remainingRoute = previous.remainingRoute
       remainingRouteTraffic = previous.remainingRouteTraffic
-      for waypoint in trip.remainingWaypoints.dropFirst() {
-        if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = saturatingSum(sum, meters) }
-      }
-      for waypoint in trip.remainingWaypoints {
-        switch waypoint.waypointType {
-        case .pickupWaypointType where pickup == nil: pickup = waypoint.eta?.unixTime
-        case .dropOffWaypointType: dropoff = waypoint.eta?.unixTime
-        default: break
-        }
-      }
     } else {
       var remaining: [LatLng] = []
       var intervals: [SpeedReadingInterval] = []
-      for (index, waypoint) in trip.remainingWaypoints.enumerated() {
-        switch waypoint.waypointType {
-        case .pickupWaypointType where pickup == nil: pickup = waypoint.eta?.unixTime
-        case .dropOffWaypointType: dropoff = waypoint.eta?.unixTime
-        default: break
-        }
-        // The first waypoint's leg is the active route; later legs form the remaining route.
-        guard index > 0 else { continue }
-        if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = saturatingSum(sum, meters) }
+      // The first waypoint's leg is the active route; later legs form the remaining route.
+      for waypoint in trip.remainingWaypoints.dropFirst() {
         let path =
           !waypoint.pathToWaypoint.isEmpty
           ? waypoint.pathToWaypoint : (EncodedPolyline.decode(waypoint.encodedPathToWaypoint) ?? [])
@@ -259,8 +248,8 @@ extension TripSnapshot.Values {
         remainingRouteTraffic = traffic
       }
     }
-    remainingRouteDistance = trip.remainingWaypoints.count > 1 ? distance : activeRouteRemainingDistance
-    assert(remainingRouteDistance == JourneySharing.remainingRouteDistance(of: trip.remainingWaypoints, active: activeRouteRemainingDistance))
+    remainingRouteDistance = JourneySharing.remainingRouteDistance(
+      of: trip.remainingWaypoints, active: activeRouteRemainingDistance)
     pickupETA = pickup ?? (trip.tripStatus.isBeforePickup ? trip.pickupTime?.unixTime : nil)
     dropoffETA = dropoff ?? trip.dropoffTime?.unixTime
   }
