@@ -57,33 +57,19 @@ final class ServicesCore: Sendable {
     executor = DeliveryExecutor(threads: max(1, configuration.deliveryThreads), name: "journeysharing-delivery")
   }
 
-  /// Loop state: whether a wake of the delivery threads is scheduled, and how many deliveries were
-  /// queued since the last wake.
+  /// Loop state: whether a wake of the delivery threads is scheduled.
   private nonisolated(unsafe) var deliveryWakeScheduled = false
-  private nonisolated(unsafe) var deliveriesSinceWake = 0
 
-  /// Deliveries queued before the delivery threads are woken without waiting for the end of the event.
-  static let deliveryWakeBatch = 16
-
-  /// After `queued` delivery jobs were queued without waking: wakes the delivery threads once the event
-  /// loop has handled the current event (a socket read with any number of messages), or after
-  /// ``deliveryWakeBatch`` queued deliveries, whichever comes first, rather
-  /// than once per queued delivery: one futex wake per batch instead of one per message. The bound keeps
-  /// a long event (a megabyte of messages) from holding deliveries back, which would also keep snapshots
-  /// referenced from mailboxes and push merges off their in-place path. Event loop only.
-  func requestDeliveryWake(queued: Int) {
+  /// After delivery jobs were queued without waking: wakes the delivery threads once the event loop has
+  /// handled the current event (a socket read with any number of messages) rather than once per queued
+  /// delivery, one futex wake per batch instead of one per message (the executor itself wakes one every
+  /// ``DeliveryExecutor/wakeBatch`` jobs meanwhile). Event loop only.
+  func requestDeliveryWake() {
     channel.loop.assertInEventLoop()
-    deliveriesSinceWake += queued
-    if deliveriesSinceWake >= Self.deliveryWakeBatch {
-      deliveriesSinceWake = 0
-      executor.wakeIfNeeded()
-      return
-    }
     guard !deliveryWakeScheduled else { return }
     deliveryWakeScheduled = true
     channel.loop.executeSoon { [self] in
       deliveryWakeScheduled = false
-      deliveriesSinceWake = 0
       executor.wakeIfNeeded()
     }
   }

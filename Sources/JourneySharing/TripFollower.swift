@@ -113,7 +113,7 @@ final class TripFollower: @unchecked Sendable {
     // A newcomer gets the current state: model state, and the trip if one arrived.
     var changes = TripModelEvent.stateBit
     if let snapshot { changes |= snapshot.presentProperties.rawValue }
-    if target.offer(currentEvent(), changes: changes) { services.requestDeliveryWake(queued: 1) }
+    if target.offer(currentEvent(), changes: changes) { services.requestDeliveryWake() }
   }
 
   private func removeOnLoop(_ target: any Deliverable) {
@@ -128,9 +128,9 @@ final class TripFollower: @unchecked Sendable {
   private func publish(_ changes: UInt64, force: Bool = false) {
     guard changes != 0 || force else { return }
     let event = currentEvent()
-    var queued = 0
-    for target in targets.values where target.offer(event, changes: changes) { queued += 1 }
-    if queued > 0 { services.requestDeliveryWake(queued: queued) }
+    var queued = false
+    for target in targets.values where target.offer(event, changes: changes) { queued = true }
+    if queued { services.requestDeliveryWake() }
   }
 
   // MARK: - Following

@@ -195,7 +195,7 @@ final class SubscriberJob: DeliveryJob, Deliverable {
 /// What the follower hands events to: subscriber jobs and update streams.
 protocol Deliverable: AnyObject, Sendable {
   /// Hands `event` over; returns whether a delivery job was queued (that needs a wake, see
-  /// ``ServicesCore/requestDeliveryWake(queued:)``).
+  /// ``ServicesCore/requestDeliveryWake()``).
   @discardableResult
   func offer(_ event: TripModelEvent, changes: UInt64) -> Bool
   /// Takes back an event offered but not delivered yet (its change bits stay owed and go with the next

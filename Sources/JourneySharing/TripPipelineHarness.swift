@@ -19,7 +19,6 @@ public final class TripPipelineHarness: @unchecked Sendable {
   private let models: [TripModel]
   private let jobs: [SubscriberJob]
   private var states: [TripState]
-  private var queuedSinceWake = 0
 
   /// `tripCount` trips named `providers/bench/trips/trip-{i}`, each with `subscriber` registered
   /// (without following anything), and `deliveryThreads` delivery threads.
@@ -56,11 +55,8 @@ public final class TripPipelineHarness: @unchecked Sendable {
     let changes = states[index].apply(update)
     if !changes.isEmpty || reclaimed {
       let event = TripModelEvent(snapshot: states[index].snapshot, error: nil, modelState: .active)
-      // As the follower does: queue without waking, and wake the delivery threads once per batch.
-      if jobs[index].offer(event, changes: changes.rawValue) {
-        queuedSinceWake += 1
-        if queuedSinceWake >= ServicesCore.deliveryWakeBatch { flush() }
-      }
+      // As the follower does: queue without waking; the delivery threads wake once per batch.
+      jobs[index].offer(event, changes: changes.rawValue)
     }
     return changes
   }
@@ -68,7 +64,6 @@ public final class TripPipelineHarness: @unchecked Sendable {
   /// Wakes the delivery threads for what was queued (the follower does this at the end of each socket
   /// read); call after a batch of pushes.
   public func flush() {
-    queuedSinceWake = 0
     services.core.executor.wakeIfNeeded()
   }
 

@@ -41,6 +41,13 @@ public protocol DeliveryJob: AnyObject, Sendable {
 /// - Dropping the last reference shuts the pool down like ``shutdown()``.
 public final class DeliveryExecutor: Sendable {
   private let pool: DeliveryWorkerPool
+  /// Jobs queued by ``submitWithoutWaking(_:)`` since the last wake.
+  private let queuedWithoutWake = Atomic<Int>(0)
+
+  /// Jobs ``submitWithoutWaking(_:)`` queues before it wakes a worker itself, without waiting for
+  /// ``wakeIfNeeded()``: it keeps a long batch (a megabyte of messages in one socket read) from holding
+  /// every delivery back until its end.
+  public static let wakeBatch = 16
 
   /// Starts `threads` worker threads (named `name-0`, `name-1`, …) over a ring of `capacity` jobs, a power of
   /// two of at least 2.
@@ -66,14 +73,18 @@ public final class DeliveryExecutor: Sendable {
 
   /// Enqueues `job` like ``submit(_:)`` but leaves parked workers asleep: a producer that hands over
   /// many jobs in one go (an event loop draining a socket read) calls ``wakeIfNeeded()`` once after the
-  /// batch instead of paying a futex wake per job. Until that call the job may wait for a worker that is
-  /// already awake.
+  /// batch instead of paying a futex wake per job. Every ``wakeBatch`` jobs it wakes a worker itself;
+  /// until then, or until ``wakeIfNeeded()``, the job may wait for a worker that is already awake.
   public func submitWithoutWaking(_ job: any DeliveryJob) {
     pool.submit(job, wake: false)
+    // Relaxed: a count that only paces wakes; the pool's own fences order the jobs.
+    if queuedWithoutWake.wrappingAdd(1, ordering: .relaxed).newValue >= Self.wakeBatch { wakeIfNeeded() }
   }
 
   /// Wakes one parked worker if jobs are queued (it wakes another while it finds more). Any thread.
   public func wakeIfNeeded() {
+    // Relaxed: as above.
+    queuedWithoutWake.store(0, ordering: .relaxed)
     pool.wakeForQueuedWork()
   }
 
