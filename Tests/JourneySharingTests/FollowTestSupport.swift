@@ -222,8 +222,8 @@ enum Recorded: Sendable {
 /// Records every callback, in order, with the model it came from; optionally runs a hook on each.
 final class RecordingSubscriber: TripModelSubscriber, @unchecked Sendable {
   // @unchecked: `hook` is set before registering and only read afterwards; the log is under a lock.
-  private let log = TestLock<[(trip: String, event: Recorded)]>([])
-  private let inCallback = TestLock<Set<String>>([])
+  private let log = Locked<[(trip: String, event: Recorded)]>([])
+  private let inCallback = Locked<Set<String>>([])
   private let overlaps = Atomic<Int>(0)
   /// Called after each callback is recorded, on the delivery thread.
   var hook: (@Sendable (TripModel, Recorded) -> Void)?
@@ -421,7 +421,7 @@ func followToken(tripID: String, expiresIn: Double = 3_600, secret: [UInt8] = fo
 
 /// Mints a token per call from `mint` (given the call's number, from 1) and remembers every token handed out.
 final class CountingTokenProvider: AuthorizationProvider {
-  private let state = TestLock<[String]>([])
+  private let state = Locked<[String]>([])
   private let mint: @Sendable (Int, AuthorizationContext) throws -> String
 
   init(_ mint: @escaping @Sendable (Int, AuthorizationContext) throws -> String) { self.mint = mint }
@@ -455,7 +455,7 @@ final class UnaryOnlyFleetEngine: GRPCService, Sendable {
   let simulator: TripSimulator
   private let failFirst: Int
   private let failureCode: GRPCStatusCode
-  private let state = TestLock(Counters())
+  private let state = Locked(Counters())
 
   init(simulator: TripSimulator, failFirst: Int = 0, failureCode: GRPCStatusCode = .unavailable) {
     self.simulator = simulator
@@ -525,31 +525,6 @@ final class UnaryOnlyFleetEngine: GRPCService, Sendable {
 }
 
 // MARK: - Locks and shared counters
-
-/// A value guarded by a pthread mutex. `Synchronization.Mutex` would do, but on Linux ThreadSanitizer cannot
-/// see its futex order anything (see Sources/UpdatePipeline/LockedValue.swift) and reports what it guards.
-final class TestLock<State>: @unchecked Sendable {
-  // @unchecked: `state` is only touched inside `withLock`, under the mutex.
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  private var state: State
-
-  init(_ state: State) {
-    self.state = state
-    mutex = .allocate(capacity: 1)
-    pthread_mutex_init(mutex, nil)
-  }
-
-  deinit {
-    pthread_mutex_destroy(mutex)
-    mutex.deallocate()
-  }
-
-  func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-    pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    return try body(&state)
-  }
-}
 
 /// An atomic integer in a class, so escaping closures can share it.
 final class SharedCounter: Sendable {

@@ -139,8 +139,8 @@ struct SlowSubscriberFollowingTests {
 
 /// Counts, per trip, the final statuses and the model becoming inactive.
 private final class FinalCounter: TripModelSubscriber {
-  private let finals = TestLock<[String: Int]>([:])
-  private let inactive = TestLock<Set<String>>([])
+  private let finals = Locked<[String: Int]>([:])
+  private let inactive = Locked<Set<String>>([])
   private let errorCount = Atomic<Int>(0)
 
   func tripModel(_ tripModel: TripModel, didUpdate tripStatus: TripStatus) {

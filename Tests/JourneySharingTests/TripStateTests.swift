@@ -6,6 +6,7 @@
 
 import FleetEngineMessages
 import FleetSim
+import HTTP2Transport
 @_spi(Benchmarks) @testable import JourneySharing
 import Testing
 
@@ -158,8 +159,8 @@ struct TripStateTests {
 /// Records, per trip, the last sequence and send time seen in the whole-snapshot callback, and the order
 /// of the snapshot callback relative to the trip callback.
 private final class SnapshotRecorder: TripModelSubscriber, @unchecked Sendable {
-  let lock = TestLock<[String: (sequence: UInt64, sent: Double?, snapshotFirst: Bool)]>([:])
-  let pendingSnapshot = TestLock<Set<String>>([])
+  let lock = Locked<[String: (sequence: UInt64, sent: Double?, snapshotFirst: Bool)]>([:])
+  let pendingSnapshot = Locked<Set<String>>([])
 
   func tripModel(
     _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
