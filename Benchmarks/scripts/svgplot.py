@@ -18,28 +18,38 @@ def _ticks(lo, hi, count=5):
     return ticks
 
 
+def _linear_scale(ys, height, y0):
+    y_hi = max(ys) * 1.15 if ys else 1
+    ticks = _ticks(0, y_hi)
+    y_hi = max(ticks[-1], y_hi)
+    return ticks, (lambda y: y0 + height - (y / y_hi) * height), ""
+
+
+def _log_scale(ys, height, y0):
+    ys = [y for y in ys if y > 0]
+    lo = math.floor(math.log10(min(ys))) if ys else -1
+    hi = math.ceil(math.log10(max(ys))) if ys else 1
+    if hi == lo:
+        hi += 1
+    ticks = [10 ** e for e in range(lo, hi + 1)]
+    return ticks, (lambda y: y0 + height - (math.log10(max(y, 10 ** lo)) - lo) / (hi - lo) * height), " (log scale)"
+
+
 def panel(x0, y0, width, height, title, ylabel, series, xs_all, log_y=False):
     """series: list of (label, colour, dash, [(x, y)]). Returns SVG elements."""
-    if log_y:
-        return _log_panel(x0, y0, width, height, title, ylabel, series, xs_all)
     out = []
     xs = sorted(set(xs_all))
     lx_lo, lx_hi = math.log10(min(xs)) - 0.15, math.log10(max(xs)) + 0.15
     ys = [y for _, _, _, pts in series for _, y in pts if y is not None]
-    y_hi = max(ys) * 1.15 if ys else 1
-    yticks = _ticks(0, y_hi)
-    y_hi = max(yticks[-1], y_hi)
+    yticks, py, scale_note = (_log_scale if log_y else _linear_scale)(ys, height, y0)
 
     def px(x):
         return x0 + (math.log10(x) - lx_lo) / (lx_hi - lx_lo) * width
 
-    def py(y):
-        return y0 + height - (y / y_hi) * height
-
     out.append(f'<rect x="{x0}" y="{y0}" width="{width}" height="{height}" fill="none" stroke="#999"/>')
     out.append(f'<text x="{x0 + width / 2}" y="{y0 - 12}" text-anchor="middle" font-size="14" font-weight="bold">{title}</text>')
     out.append(f'<text x="{x0 - 48}" y="{y0 + height / 2}" text-anchor="middle" font-size="12" '
-               f'transform="rotate(-90 {x0 - 48} {y0 + height / 2})">{ylabel}</text>')
+               f'transform="rotate(-90 {x0 - 48} {y0 + height / 2})">{ylabel}{scale_note}</text>')
     for t in yticks:
         y = py(t)
         out.append(f'<line x1="{x0}" y1="{y:.1f}" x2="{x0 + width}" y2="{y:.1f}" stroke="#eee"/>')
@@ -48,45 +58,7 @@ def panel(x0, y0, width, height, title, ylabel, series, xs_all, log_y=False):
         out.append(f'<text x="{px(x):.1f}" y="{y0 + height + 16}" text-anchor="middle" font-size="11">{x:,}</text>')
     out.append(f'<text x="{x0 + width / 2}" y="{y0 + height + 34}" text-anchor="middle" font-size="12">trips followed (log scale)</text>')
     for label, colour, dash, pts in series:
-        pts = [(x, y) for x, y in pts if y is not None]
-        if not pts:
-            continue
-        path = " ".join(f"{'M' if i == 0 else 'L'}{px(x):.1f},{py(y):.1f}" for i, (x, y) in enumerate(sorted(pts)))
-        out.append(f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/>')
-        for x, y in pts:
-            out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}"/>')
-    return out
-
-
-def _log_panel(x0, y0, width, height, title, ylabel, series, xs_all):
-    out = []
-    xs = sorted(set(xs_all))
-    lx_lo, lx_hi = math.log10(min(xs)) - 0.15, math.log10(max(xs)) + 0.15
-    ys = [y for _, _, _, pts in series for _, y in pts if y is not None and y > 0]
-    ly_lo = math.floor(math.log10(min(ys))) if ys else -1
-    ly_hi = math.ceil(math.log10(max(ys))) if ys else 1
-    if ly_hi == ly_lo:
-        ly_hi += 1
-
-    def px(x):
-        return x0 + (math.log10(x) - lx_lo) / (lx_hi - lx_lo) * width
-
-    def py(y):
-        return y0 + height - (math.log10(max(y, 10 ** ly_lo)) - ly_lo) / (ly_hi - ly_lo) * height
-
-    out.append(f'<rect x="{x0}" y="{y0}" width="{width}" height="{height}" fill="none" stroke="#999"/>')
-    out.append(f'<text x="{x0 + width / 2}" y="{y0 - 12}" text-anchor="middle" font-size="14" font-weight="bold">{title}</text>')
-    out.append(f'<text x="{x0 - 48}" y="{y0 + height / 2}" text-anchor="middle" font-size="12" '
-               f'transform="rotate(-90 {x0 - 48} {y0 + height / 2})">{ylabel} (log scale)</text>')
-    for e in range(ly_lo, ly_hi + 1):
-        y = py(10 ** e)
-        out.append(f'<line x1="{x0}" y1="{y:.1f}" x2="{x0 + width}" y2="{y:.1f}" stroke="#eee"/>')
-        out.append(f'<text x="{x0 - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{10 ** e:g}</text>')
-    for x in xs:
-        out.append(f'<text x="{px(x):.1f}" y="{y0 + height + 16}" text-anchor="middle" font-size="11">{x:,}</text>')
-    out.append(f'<text x="{x0 + width / 2}" y="{y0 + height + 34}" text-anchor="middle" font-size="12">trips followed (log scale)</text>')
-    for label, colour, dash, pts in series:
-        pts = sorted((x, y) for x, y in pts if y is not None and y > 0)
+        pts = sorted((x, y) for x, y in pts if y is not None and (y > 0 or not log_y))
         if not pts:
             continue
         path = " ".join(f"{'M' if i == 0 else 'L'}{px(x):.1f},{py(y):.1f}" for i, (x, y) in enumerate(pts))
