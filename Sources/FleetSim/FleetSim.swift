@@ -46,7 +46,19 @@ public final class FleetSim: Sendable {
   @discardableResult
   public func start() throws(GRPCError) -> Int {
     let port = try server.start()
-    let faults = configuration.faults
+    startFaultTimers(configuration.faults)
+    return port
+  }
+
+  /// Replaces the faults in force (initially the configuration's) while serving: status failures
+  /// and resets apply to the calls and updates that follow; the GOAWAY and drop timers restart.
+  public func setFaults(_ faults: FaultInjection) {
+    let service = service
+    server.execute { service.faults = faults }
+    startFaultTimers(faults)
+  }
+
+  private func startFaultTimers(_ faults: FaultInjection) {
     var tasks: [Task<Void, Never>] = []
     if let interval = faults.goAwayInterval {
       tasks.append(repeating(every: interval) { [server, service] in
@@ -60,8 +72,11 @@ public final class FleetSim: Sendable {
         server.execute { service.countDrop() }
       })
     }
-    faultTasks.withLock { $0 = tasks }
-    return port
+    let previous = faultTasks.withLock { current in
+      defer { current = tasks }
+      return current
+    }
+    for task in previous { task.cancel() }
   }
 
   private func repeating(every interval: Duration, _ body: @escaping @Sendable () -> Void) -> Task<Void, Never> {

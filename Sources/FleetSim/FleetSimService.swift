@@ -62,6 +62,8 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
   }
 
   let configuration: FleetSimConfiguration
+  /// The faults in force: the configuration's, until ``FleetSim/setFaults(_:)`` changes them. Loop only.
+  var faults: FaultInjection
   let simulator: TripSimulator
   let logger: Logger
   private var counters = FleetSimStats()
@@ -81,6 +83,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
     self.configuration = configuration
     self.simulator = TripSimulator(configuration: configuration.simulation)
     self.logger = logger
+    self.faults = configuration.faults
     self.random = SplitMix64(state: configuration.faults.seed)
     self.load = configuration.load.map { LoadGenerator(profile: $0) }
   }
@@ -91,7 +94,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
   // MARK: - Dispatch
 
   func handle(_ call: GRPCServerCall) {
-    let latency = configuration.faults.addedLatency
+    let latency = faults.addedLatency
     if latency > .zero {
       counters.delayedCalls += 1
       call.schedule(after: latency) { [self] in
@@ -118,9 +121,9 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
   /// The checks every call goes through, in the order Fleet Engine applies them:
   /// injected faults, the token, the name's form, the token's trip, the trip's existence.
   private func admit(_ call: GRPCServerCall, name: String) -> Int? {
-    if configuration.faults.failureRate > 0, Double.random(in: 0..<1, using: &random) < configuration.faults.failureRate {
+    if faults.failureRate > 0, Double.random(in: 0..<1, using: &random) < faults.failureRate {
       counters.injectedFailures += 1
-      call.finish(GRPCStatus(code: configuration.faults.failureCode, message: "injected failure"))
+      call.finish(GRPCStatus(code: faults.failureCode, message: "injected failure"))
       return nil
     }
     var tokenTripID: String?
@@ -318,8 +321,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
       let trip = simulator.trip(index: stream.index, atSimulatedSeconds: seconds, routeFormat: stream.routeFormat)
       let changed = trip.changedFields(from: stream.last)
       if !changed.isEmpty {
-        if configuration.faults.streamResetRate > 0,
-          Double.random(in: 0..<1, using: &random) < configuration.faults.streamResetRate
+        if faults.streamResetRate > 0, Double.random(in: 0..<1, using: &random) < faults.streamResetRate
         {
           counters.injectedResets += 1
           streams[key] = nil
