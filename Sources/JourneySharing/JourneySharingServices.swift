@@ -1,7 +1,7 @@
 // Sources/JourneySharing/JourneySharingServices.swift - the entry point and the trip service
 
 public import GRPCProtocol
-import HTTP2Transport
+public import HTTP2Transport
 import Logging
 import Synchronization
 import UpdatePipeline
@@ -30,6 +30,12 @@ public final class JourneySharingServices: Sendable {
   public init(configuration: JourneySharingConfiguration) throws(GRPCError) {
     core = try ServicesCore(configuration: configuration)
     tripService = TripService(core: core)
+  }
+
+  /// The connection pool's counters: connections open, calls active and queued, connection attempts
+  /// and failures, and the backoff delays chosen after recent failures.
+  public func connectionStats() async -> GRPCChannelStats {
+    await core.channel.stats()
   }
 
   /// Stops following every trip and closes the connections.
@@ -76,32 +82,52 @@ final class ServicesCore: Sendable {
 }
 
 /// Hands out trip models: the counterpart of the SDK's `GMTCTripService`.
+///
+/// A model is kept while it is in use (a subscriber or an update sequence is registered) or while the
+/// caller holds it; after that it is let go, with its trip state, so a process that follows trip after
+/// trip for days holds only the trips it follows now. Asking again for such a name gives a new model.
 public final class TripService: Sendable {
   let core: ServicesCore
-  private let models = Locked<[String: TripModel]>([:])
+  private let models = Locked<Models>(Models())
+
+  /// The models by name, held weakly (a registered model holds itself, see ``TripModel/register(_:)``).
+  private struct Models {
+    struct Entry {
+      weak var model: TripModel?
+    }
+    var byName: [String: Entry] = [:]
+    /// Entries whose models are gone are swept when the table has doubled since the last sweep.
+    var sweepAt = 64
+
+    mutating func sweepIfDue() {
+      guard byName.count >= sweepAt else { return }
+      byName = byName.filter { $0.value.model != nil }
+      sweepAt = max(64, byName.count * 2)
+    }
+  }
 
   init(core: ServicesCore) { self.core = core }
 
-  /// The model of `tripName`, `providers/{provider_id}/trips/{trip_id}`; the same name
-  /// always gives the same model. An invalid name still gives a model, whose
-  /// subscribers get INVALID_ARGUMENT at once (nothing is sent).
+  /// The model of `tripName`, `providers/{provider_id}/trips/{trip_id}`: the same name gives the same
+  /// model for as long as that model is held or has subscribers. An invalid name still gives a model,
+  /// whose subscribers get INVALID_ARGUMENT at once (nothing is sent).
   public func tripModel(forTripName tripName: String) -> TripModel {
     models.withLock { models in
-      if let model = models[tripName] { return model }
+      if let model = models.byName[tripName]?.model { return model }
+      models.sweepIfDue()
       let model = TripModel(tripName: tripName, services: core)
-      models[tripName] = model
+      models.byName[tripName] = Models.Entry(model: model)
       return model
     }
   }
 
-  /// Whether a model for `tripName` exists.
+  /// Whether a model for `tripName` exists (is held or has subscribers).
   public func hasTripModel(forTripName tripName: String) -> Bool {
-    models.withLock { $0[tripName] != nil }
+    models.withLock { $0.byName[tripName]?.model != nil }
   }
 
-  /// Every model handed out.
+  /// Every model that exists now.
   public var allTripModels: [TripModel] {
-    models.withLock { Array($0.values) }
+    models.withLock { $0.byName.values.compactMap(\.model) }
   }
 }
-

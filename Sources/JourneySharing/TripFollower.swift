@@ -51,6 +51,8 @@ final class TripFollower: @unchecked Sendable {
   private var generation = 0
   private var fetch: Fetch = .stream
   private var call: GRPCCallHandle?
+  /// Whether the current stream has delivered a message.
+  private var streamDelivered = false
   private var fetchInFlight = false
   private var timer: EventLoop.TimerID?
   private var state: TripState
@@ -242,6 +244,7 @@ final class TripFollower: @unchecked Sendable {
     request.view = configuration.view
     request.routeFormatType = configuration.routeFormat
     let sink = StreamSink(follower: self, generation: generation)
+    streamDelivered = false
     call = services.channel.startCall(
       path: TripServiceMethods.streamingGetTrip, request: request.serializedBytes(), kind: .serverStreaming,
       options: callOptions(token: token, timeout: nil), handler: sink)
@@ -259,6 +262,7 @@ final class TripFollower: @unchecked Sendable {
       return
     }
     failures = 0
+    streamDelivered = true
     // Events still waiting in mailboxes hold the current snapshot: take them back so the update can go
     // into its storage in place (their change bits go out with the next offer).
     var reclaimed = false
@@ -276,8 +280,13 @@ final class TripFollower: @unchecked Sendable {
     call = nil
     if finished { return }
     if status.code == .ok {
-      // The server ended the stream before the trip ended (GOAWAY, restart): follow again.
-      schedule(after: .zero) { self.attempt() }
+      if streamDelivered {
+        // The server ended the stream before the trip ended (GOAWAY, restart): follow again at once.
+        schedule(after: .zero) { self.attempt() }
+      } else {
+        // Ended without a single message: following again at once could spin against such a server.
+        failed(GRPCError(code: .unavailable, message: "the server ended the stream before sending the trip"))
+      }
       return
     }
     failed(GRPCError(status: status, trailers: trailers))

@@ -36,8 +36,21 @@ public final class TripModel: Sendable {
   /// The parsed name, or nil when the name is invalid (then every fetch fails INVALID_ARGUMENT).
   public let parsedName: TripName?
   let follower: TripFollower
-  private let registry = Locked<[ObjectIdentifier: SubscriberJob]>([:])
-  private let streams = Locked<[ObjectIdentifier: StreamSubscription]>([:])
+  private let registrations = Locked<Registrations>(Registrations())
+
+  /// The subscribers and update streams, and the model's hold on itself while it has any.
+  private struct Registrations {
+    var jobs: [ObjectIdentifier: SubscriberJob] = [:]
+    var streams: [ObjectIdentifier: StreamSubscription] = [:]
+    /// The model itself while anything is registered: deliveries reach it through unowned references,
+    /// and ``TripService`` keeps unused models only weakly, so a registered model must not go away when
+    /// its caller drops it. Cleared with the last registration, which breaks the cycle.
+    var retainer: TripModel?
+
+    var count: Int { jobs.count + streams.count }
+
+    mutating func retain(_ model: TripModel) { retainer = count > 0 ? model : nil }
+  }
 
   init(tripName: String, services: ServicesCore) {
     self.tripName = tripName
@@ -50,12 +63,14 @@ public final class TripModel: Sendable {
 
   /// Registers `subscriber` (once; registering again does nothing) and starts following
   /// if it is the first. A subscriber that joins later gets the current state first.
+  /// The model stays alive while anything is registered, even when the caller drops it.
   public func register(_ subscriber: any TripModelSubscriber) {
     let key = ObjectIdentifier(subscriber)
-    let job = registry.withLock { jobs -> SubscriberJob? in
-      guard jobs[key] == nil else { return nil }
+    let job = registrations.withLock { registrations -> SubscriberJob? in
+      guard registrations.jobs[key] == nil else { return nil }
       let job = SubscriberJob(model: self, subscriber: subscriber, executor: follower.services.executor)
-      jobs[key] = job
+      registrations.jobs[key] = job
+      registrations.retain(self)
       return job
     }
     guard let job else { return }
@@ -66,15 +81,22 @@ public final class TripModel: Sendable {
   /// run (unless called from inside one of its callbacks, which then finishes). Following
   /// stops with the last subscriber, cancelling the stream on the wire.
   public func unregisterSubscriber(_ subscriber: any TripModelSubscriber) {
-    let job = registry.withLock { $0.removeValue(forKey: ObjectIdentifier(subscriber)) }
+    // The hold on the model is released after the follower is told, so `self` outlives this call.
+    let (job, retainer) = registrations.withLock { registrations -> (SubscriberJob?, TripModel?) in
+      let job = registrations.jobs.removeValue(forKey: ObjectIdentifier(subscriber))
+      let retainer = registrations.retainer
+      registrations.retain(self)
+      return (job, retainer)
+    }
     guard let job else { return }
     job.close()
     follower.remove(job)
+    withExtendedLifetime(retainer) {}
   }
 
   /// How many subscribers and update sequences are registered.
   public var subscriberCount: Int {
-    registry.withLock { $0.count } + streams.withLock { $0.count }
+    registrations.withLock { $0.count }
   }
 
   // MARK: - Swift-native updates
@@ -91,7 +113,10 @@ public final class TripModel: Sendable {
   /// Registers a new update stream; called when a ``TripModelUpdates`` sequence is iterated.
   func beginStream() -> LatestValueStream<TripModelEvent> {
     let subscription = StreamSubscription(model: self)
-    streams.withLock { $0[ObjectIdentifier(subscription)] = subscription }
+    registrations.withLock { registrations in
+      registrations.streams[ObjectIdentifier(subscription)] = subscription
+      registrations.retain(self)
+    }
     subscription.stream.onTermination = { [weak self, weak subscription] in
       guard let self, let subscription else { return }
       self.endStream(subscription)
@@ -101,8 +126,14 @@ public final class TripModel: Sendable {
   }
 
   func endStream(_ subscription: StreamSubscription) {
-    guard streams.withLock({ $0.removeValue(forKey: ObjectIdentifier(subscription)) }) != nil else { return }
-    follower.remove(subscription)
+    let (removed, retainer) = registrations.withLock { registrations -> (Bool, TripModel?) in
+      let removed = registrations.streams.removeValue(forKey: ObjectIdentifier(subscription)) != nil
+      let retainer = registrations.retainer
+      registrations.retain(self)
+      return (removed, retainer)
+    }
+    if removed { follower.remove(subscription) }
+    withExtendedLifetime(retainer) {}
   }
 
   // MARK: - Fetching

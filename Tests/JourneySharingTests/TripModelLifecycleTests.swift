@@ -409,3 +409,71 @@ struct TripRefreshTests {
     }
   }
 }
+
+/// Ends every call OK at once, without a message: a stream that is over before it began.
+private final class EmptyStreamServer: GRPCService, Sendable {
+  private let calls = Atomic<Int>(0)
+  var callCount: Int { calls.load(ordering: .relaxed) }
+
+  func handle(_ call: GRPCServerCall) {
+    calls.add(1, ordering: .relaxed)
+    call.finish(.ok)
+  }
+}
+
+@Suite("Model lifetime and misbehaving servers")
+struct ModelLifetimeTests {
+  @Test("A model nobody holds or follows is let go with its trip; a registered one lives on until unregistered")
+  func unusedModelsAreLetGo() async throws {
+    try await FollowFixture.with(followSimConfiguration()) { fixture in
+      let service = fixture.services.tripService
+      let name = fixture.simulator.tripName(index: 3)
+      weak var dropped: TripModel?
+      do {
+        let model = service.tripModel(forTripName: name)
+        dropped = model
+        #expect(service.hasTripModel(forTripName: name))
+      }
+      #expect(dropped == nil)
+      #expect(!service.hasTripModel(forTripName: name))
+
+      let recorder = RecordingSubscriber()
+      weak var registered: TripModel?
+      do {
+        let model = service.tripModel(forTripName: name)
+        registered = model
+        model.register(recorder)
+      }
+      // Dropped by the caller, kept by its registration: it follows on and delivers.
+      #expect(await waitUntil { recorder.trips(name).count >= 2 })
+      let model = try #require(registered)
+      #expect(service.tripModel(forTripName: name) === model)
+      model.unregisterSubscriber(recorder)
+      #expect(await model.modelState() == .inactive)
+      // Models made and dropped by the thousand do not pile up in the service.
+      for index in 0..<5_000 { _ = service.tripModel(forTripName: "providers/demo/trips/t-\(index)") }
+      #expect(service.allTripModels.count == 1)
+    }
+  }
+
+  @Test("A server that ends each stream OK before any message is retried with backoff, and reported UNAVAILABLE")
+  func emptyStreamsAreRetriedWithBackoff() async throws {
+    let fake = EmptyStreamServer()
+    let server = try GRPCServer(configuration: GRPCServerConfiguration(), service: fake, logger: quietLogger("empty"))
+    let port = try server.start()
+    let services = try JourneySharingServices(configuration: followClientConfiguration(port: port))
+    let recorder = RecordingSubscriber()
+    let model = services.tripService.tripModel(forTripName: "providers/demo/trips/trip-1")
+    model.register(recorder)
+    #expect(await waitUntil { recorder.errors().count >= 3 })
+    try await Task.sleep(for: .seconds(1))
+    // With the tests' backoff (20 ms growing to 200 ms, ±20 %), a second holds about ten attempts;
+    // retrying at once would make thousands.
+    #expect(fake.callCount < 40, "\(fake.callCount) calls")
+    #expect(recorder.errors().allSatisfy { $0.domain == "io.grpc" && $0.code == GRPCStatusCode.unavailable.rawValue })
+    #expect(await model.modelState() == .active)
+    model.unregisterSubscriber(recorder)
+    await services.shutdown()
+    await server.shutdown(graceful: false)
+  }
+}
