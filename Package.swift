@@ -142,6 +142,15 @@ let targets: [Target] = [
     swiftSettings: defaultSwiftSettings
   ),
 
+  .testTarget(
+    name: "ChaosTests",
+    dependencies: [
+      "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Transport",
+      .product(name: "Logging", package: "swift-log"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+
   // MARK: - Auth and the simulator
 
   .target(

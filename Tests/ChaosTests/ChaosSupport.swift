@@ -1,0 +1,174 @@
+// Tests/ChaosTests/ChaosSupport.swift - a FleetSim process to kill, resident memory, waiting, recording
+//
+// The chaos suite runs FleetSim as a process of its own (the `fleetsim` executable next to the test
+// binary, or $FLEETSIM), so that "the server is killed" means SIGKILL and a restart on the same port,
+// over real sockets on 127.0.0.1.
+
+import Foundation
+import HTTP2Transport
+import JourneySharing
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+// MARK: - Clocks and memory
+
+/// The wall clock in Unix seconds.
+func chaosWallClock() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_REALTIME, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// This process's resident set size in bytes, from /proc/self/statm.
+func residentBytes() -> Int {
+  guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+  let fields = text.split(separator: " ")
+  guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+  return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// glibc's `malloc_trim(0)`: gives the free memory of every arena back to the system (found at run time;
+/// not every C library has it).
+func trimMallocArenas() {
+  guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim") else { return }
+  _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
+}
+
+func mebibytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+
+func seconds(_ duration: Duration) -> Double {
+  Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
+func waitUntil(timeout: Duration, _ condition: () async -> Bool) async -> Bool {
+  let clock = ContinuousClock()
+  let end = clock.now.advanced(by: timeout)
+  while true {
+    if await condition() { return true }
+    if clock.now >= end { return false }
+    try? await Task.sleep(for: .milliseconds(20))
+  }
+}
+
+// MARK: - Backoff bounds
+
+/// The most connection attempts a channel with `backoff` may start within `window` seconds of a failure
+/// while every attempt fails: one at once, then one after each backoff delay, each delay at least
+/// `(1 - jitter)` times its base.
+func maxAttempts(within window: Double, backoff: ConnectionBackoff) -> Int {
+  var attempts = 1
+  var elapsed = 0.0
+  var retry = 1
+  while true {
+    elapsed += seconds(backoff.baseDelay(retry: retry)) * (1 - backoff.jitter)
+    if elapsed > window { return attempts }
+    attempts += 1
+    retry += 1
+  }
+}
+
+// MARK: - The fleetsim process
+
+/// The `fleetsim` executable: $FLEETSIM, else the one built next to this test binary.
+func fleetsimExecutable() throws -> String {
+  if let path = ProcessInfo.processInfo.environment["FLEETSIM"], !path.isEmpty { return path }
+  let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+  var directory = testBinary.deletingLastPathComponent()
+  // On Linux the test binary is `.build/<triple>/debug/<Package>PackageTests.xctest`.
+  if directory.pathExtension == "xctest" { directory = directory.deletingLastPathComponent() }
+  let candidate = directory.appendingPathComponent("fleetsim").path
+  guard FileManager.default.isExecutableFile(atPath: candidate) else {
+    throw ChaosError("no fleetsim executable at \(candidate): run `swift build` first, or set FLEETSIM")
+  }
+  return candidate
+}
+
+struct ChaosError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// One run of the `fleetsim` process: started with fixed arguments on a given port, killed with SIGKILL or
+/// stopped with SIGTERM. Its stdout is read on a thread of its own; the last `stats:` line is kept.
+final class FleetSimProcess: @unchecked Sendable {
+  // @unchecked: `process` is touched only by the test's task; the output state is under a lock.
+  private let process = Process()
+  private let output = Locked<(lines: [String], closed: Bool)>(([], false))
+  private let pipe = Pipe()
+
+  /// Starts `fleetsim ARGUMENTS --listen 127.0.0.1:PORT --stats-interval 0.25`; returns once it listens.
+  init(executable: String, arguments: [String], port: Int) throws {
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments + ["--listen", "127.0.0.1:\(port)", "--stats-interval", "0.25"]
+    process.standardOutput = pipe
+    process.standardError = FileHandle.standardError
+    try process.run()
+    let handle = pipe.fileHandleForReading
+    let output = output
+    Thread.detachNewThread {
+      var pending = Data()
+      while true {
+        let chunk = handle.availableData
+        if chunk.isEmpty { break }
+        pending.append(chunk)
+        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+          let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+          pending.removeSubrange(pending.startIndex...newline)
+          output.withLock { $0.lines.append(line) }
+        }
+      }
+      output.withLock { $0.closed = true }
+    }
+  }
+
+  /// Waits for `listening on HOST:PORT`; returns the port.
+  func waitUntilListening() async throws -> Int {
+    var port: Int?
+    let listening = await waitUntil(timeout: .seconds(30)) {
+      output.withLock { state in
+        if let line = state.lines.first(where: { $0.hasPrefix("listening on ") }),
+          let colon = line.lastIndex(of: ":")
+        {
+          port = Int(line[line.index(after: colon)...])
+        }
+        return port != nil || state.closed
+      }
+    }
+    guard listening, let port else {
+      throw ChaosError("fleetsim did not start listening: \(output.withLock { $0.lines })")
+    }
+    return port
+  }
+
+  /// The last `stats:` line's counters.
+  var lastStats: [String: Int] {
+    guard let line = output.withLock({ $0.lines.last(where: { $0.hasPrefix("stats: ") }) }) else { return [:] }
+    var counters: [String: Int] = [:]
+    for pair in line.dropFirst("stats: ".count).split(separator: " ") {
+      let parts = pair.split(separator: "=", maxSplits: 1)
+      if parts.count == 2, let value = Int(parts[1]) { counters[String(parts[0])] = value }
+    }
+    return counters
+  }
+
+  /// SIGKILL: the server dies without a word (no GOAWAY, no final stats line).
+  func kill() {
+    Glibc.kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+  }
+
+  /// SIGTERM: the server prints its final stats and exits; returns its exit status.
+  func stop() async -> Int32 {
+    process.terminate()
+    process.waitUntilExit()
+    _ = await waitUntil(timeout: .seconds(5)) { output.withLock { $0.closed } }
+    return process.terminationStatus
+  }
+
+  var isRunning: Bool { process.isRunning }
+}
