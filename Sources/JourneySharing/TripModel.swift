@@ -12,8 +12,8 @@ import UpdatePipeline
 
 /// One trip to follow: the counterpart of the SDK's `GMTCTripModel`.
 ///
-/// Get it from ``TripService/tripModel(forTripName:)`` (the same name always
-/// gives the same model). Following starts when the first subscriber registers
+/// Get it from ``TripService/tripModel(forTripName:)`` (the same name gives the
+/// same model while the model is held or has subscribers). Following starts when the first subscriber registers
 /// (or the first ``updates()`` sequence is iterated) and stops when the last one
 /// leaves, or once the trip reaches its final state (COMPLETE or CANCELED), which
 /// every subscriber receives exactly once.
