@@ -339,6 +339,10 @@ merge_seeds = {
         waypoint("trip-1", "DROP_OFF_WAYPOINT_TYPE", path=[at(1, 2)], intervals=[(2**31 - 100, 2**31 - 10, "SLOW"),
                                                                                  (-2**31, -2**31 + 5, "NORMAL")])])),
         full=True, sequence=1))),
+    # Regression: shifting these past Int32.max trapped (TripSnapshot's remaining-route traffic).
+    "traffic-index-overflow": merge((APPLY, trip_update(encode(fe.Trip, dict(SHARED_TRIP, remainingWaypoints=SHARED_WAYPOINTS[:4] + [
+        waypoint("trip-1", "DROP_OFF_WAYPOINT_TYPE", path=[at(1, 2)], intervals=[(2**31 - 1, 2**31 - 1, "SLOW")])])),
+        full=True, sequence=1))),
     "unknown-fields": merge(
         (APPLY, trip_update(trip + UNKNOWN, full=True, sequence=1)),
         (APPLY, trip_update(UNKNOWN, fields=[1, 2], sequence=2) + UNKNOWN)),
