@@ -64,7 +64,7 @@ for target in "${TARGETS[@]}"; do
 
   # The last progress line: "#N DONE cov: … corp: …" (N inputs executed), or the last before a crash.
   last=$(grep -E '^#[0-9]+' "$LOG" | tail -1 || true)
-  echo "$last"
+  if [[ -n $last ]]; then echo "$last"; fi
   runs=$(grep -E '^stat::number_of_executed_units:' "$LOG" | awk '{print $2}' || true)
   if [[ $status -ne 0 ]] || grep -qE 'ERROR: (libFuzzer|AddressSanitizer)|Test unit written to' "$LOG"; then
     echo "fuzz: $target: FAILED (exit $status) after ${runs:-?} runs; log: $LOG" >&2
