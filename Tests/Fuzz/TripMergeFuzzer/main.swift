@@ -20,9 +20,10 @@
 // - the reported changes are exactly the properties that differ from before
 //   (`expectedChanges`, computed here without the library's shortcuts);
 // - a snapshot a subscriber holds never changes afterwards;
-// - the update's sequence and send time are recorded.
-// Applying an update twice changes nothing the second time (replace semantics), which the
-// change check verifies. Any violation traps, and libFuzzer saves the input.
+// - the update's sequence and send time are recorded;
+// - applying an update (or installing a polled trip) twice changes nothing the second time
+//   (replace semantics).
+// Any violation traps, and libFuzzer saves the input.
 //
 // Built by scripts/build-fuzzer.sh with JourneySharing's pure merge files (TripState.swift,
 // TripSnapshot.swift, TripPropertyFields.swift) as a module of their own, and run by scripts/fuzz.sh.
@@ -49,8 +50,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     records += 1
     guard let update = try? TripUpdate(serializedBuffer: body) else { continue }
     let step = op & 2 == 0 ? Step.apply(update) : Step.poll(update.trip ?? Trip())
-    for _ in 0..<(op & 1 == 0 ? 1 : 2) {
-      perform(step, alone: &alone, held: &held, tripID: tripID)
+    perform(step, alone: &alone, held: &held, tripID: tripID)
+    if op & 1 != 0 {
+      perform(step, alone: &alone, held: &held, tripID: tripID, again: true)
     }
   }
   return 0
@@ -68,7 +70,8 @@ enum Step {
   case poll(Trip)
 }
 
-func perform(_ step: Step, alone: inout TripState, held: inout TripState, tripID: String) {
+/// Performs `step` on both states and checks them; `again`: the same step was just performed.
+func perform(_ step: Step, alone: inout TripState, held: inout TripState, tripID: String, again: Bool = false) {
   // What each state held before: the values copied (which keeps no reference to the snapshot
   // object, so `alone` can still merge in place), and the snapshot a subscriber holds for `held`.
   let aloneBefore = alone.snapshot?.values
@@ -118,6 +121,17 @@ func perform(_ step: Step, alone: inout TripState, held: inout TripState, tripID
   require(aloneChanges == expectedAlone, "reported \(aloneChanges), expected \(expectedAlone) (alone)")
   let expectedHeld = expectedChanges(from: heldBefore, to: heldAfter, location: .bitwise)
   require(heldChanges == expectedHeld, "reported \(heldChanges), expected \(expectedHeld) (held)")
+
+  if again, let aloneBefore {
+    // Replace semantics: the same update (or polled trip) a second time changes nothing. Only the
+    // in-place merge's `!=` reports a location holding NaN as changed, as it documents.
+    checkSame(aloneBefore, aloneAfter, "the same step again changed the state", includingUpdate: true)
+    require(heldChanges.isEmpty, "the same step again reported \(heldChanges)")
+    require(
+      aloneChanges.subtracting(.routeLastVehicleLocation).isEmpty
+        && (aloneChanges.isEmpty || aloneAfter.trip.lastLocation != aloneAfter.trip.lastLocation),
+      "the same step again reported \(aloneChanges)")
+  }
 }
 
 /// The Trip fields named, as a bit mask, when every one is a progress field; nil when the update
