@@ -247,7 +247,9 @@ func checkClientCall(
   feed(body, dataRanges, isolated: true) { chunk, isLast in
     let endStream = endWithData && isLast
     let action = call.receiveData(chunk, endStream: endStream) { delivered.append(Array($0)) }
-    require(call.messagesReceived == delivered.count, "messagesReceived \(call.messagesReceived), \(delivered.count) delivered")
+    require(
+      call.messagesReceived == delivered.count,
+      "messagesReceived \(call.messagesReceived), \(delivered.count) delivered")
     guard action == .none else {
       decided = action
       endedByData = endStream
@@ -258,7 +260,9 @@ func checkClientCall(
 
   let unary = configuration.kind == .unary
   let expectedMessages = unary ? Array(reference.messages.prefix(1)) : reference.messages
-  require(delivered == expectedMessages, "the call delivered \(delivered.map(\.count)), expected \(expectedMessages.map(\.count))")
+  require(
+    delivered == expectedMessages,
+    "the call delivered \(delivered.map(\.count)), expected \(expectedMessages.map(\.count))")
 
   // The codes the framing allows for a call that ends while receiving DATA: the framing error,
   // a unary call's second message (which of the two comes first depends on the chunks), or the

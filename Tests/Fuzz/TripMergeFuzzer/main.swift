@@ -30,6 +30,7 @@
 
 import FleetEngineMessages
 import ProtoWire
+
 @testable import JourneySharing
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -106,12 +107,14 @@ func perform(_ step: Step, alone: inout TripState, held: inout TripState, tripID
 
   switch step {
   case .apply(let update):
-    require(aloneAfter.updateSequence == update.sequence, "sequence \(aloneAfter.updateSequence), sent \(update.sequence)")
+    require(
+      aloneAfter.updateSequence == update.sequence, "sequence \(aloneAfter.updateSequence), sent \(update.sequence)")
     require(
       aloneAfter.updateSendTime?.bitPattern == update.sendTime?.unixTime.bitPattern,
       "send time \(String(describing: aloneAfter.updateSendTime)), sent \(String(describing: update.sendTime))")
   case .poll:
-    require(aloneAfter.updateSequence == 0 && aloneAfter.updateSendTime == nil, "a polled trip kept an update's sequence")
+    require(
+      aloneAfter.updateSequence == 0 && aloneAfter.updateSendTime == nil, "a polled trip kept an update's sequence")
   }
 
   // `alone` merged a progress update in place: the location counts as changed when `!=` says so
