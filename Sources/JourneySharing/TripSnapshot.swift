@@ -230,11 +230,13 @@ extension TripSnapshot.Values {
         let path =
           !waypoint.pathToWaypoint.isEmpty
           ? waypoint.pathToWaypoint : (EncodedPolyline.decode(waypoint.encodedPathToWaypoint) ?? [])
-        let offset = Int32(remaining.count)
+        let offset = Int32(clamping: remaining.count)
         for interval in waypoint.trafficToWaypoint?.speedReadingInterval ?? [] {
+          // The indices come from the network: held at Int32's bounds instead of trapping (a reading
+          // past the route's end stays past it).
           var shifted = interval
-          shifted.startPolylinePointIndex += offset
-          shifted.endPolylinePointIndex += offset
+          shifted.startPolylinePointIndex = saturatingSum(interval.startPolylinePointIndex, offset)
+          shifted.endPolylinePointIndex = saturatingSum(interval.endPolylinePointIndex, offset)
           intervals.append(shifted)
         }
         remaining.append(contentsOf: path)

@@ -154,6 +154,41 @@ struct TripStateTests {
     #expect(state.snapshot?.remainingWaypoints.contains { $0.tripId == "someone-else" } == false)
     #expect(state.snapshot?.remainingWaypoints == TripSnapshot(trip: full, tripID: tripID).remainingWaypoints)
   }
+
+  /// Found by the trip-merge fuzzer's checks (Tests/Fuzz/corpus/trip-merge/traffic-index-overflow.bin):
+  /// a later leg's traffic indices are shifted by the earlier legs' points, which trapped on overflow.
+  @Test func remainingRouteTrafficIndicesFromTheServerSaturateInsteadOfTrapping() throws {
+    func leg(points: Int, traffic: [(Int32, Int32)]) -> TripWaypoint {
+      var waypoint = TripWaypoint()
+      waypoint.tripId = "t"
+      waypoint.pathToWaypoint = (0..<points).map { LatLng(latitude: Double($0), longitude: 1) }
+      var polyline = ConsumableTrafficPolyline()
+      polyline.speedReadingInterval = traffic.map { start, end in
+        var interval = SpeedReadingInterval()
+        interval.startPolylinePointIndex = start
+        interval.endPolylinePointIndex = end
+        return interval
+      }
+      waypoint.trafficToWaypoint = polyline
+      return waypoint
+    }
+    var trip = Trip()
+    trip.remainingWaypoints = [
+      leg(points: 2, traffic: []),  // the active route's leg: not part of the remaining route
+      leg(points: 3, traffic: [(0, 2)]),
+      leg(points: 2, traffic: [(.max - 1, .max), (.min, .min + 1), (0, 1)]),
+    ]
+    var update = TripUpdate()
+    update.trip = trip
+    update.fullTrip = true
+    var state = TripState(tripID: "t")
+    _ = state.apply(update)
+
+    let intervals = try #require(state.snapshot?.remainingRouteTraffic?.speedReadingInterval)
+    let indices = intervals.map { [$0.startPolylinePointIndex, $0.endPolylinePointIndex] }
+    #expect(indices == [[0, 2], [.max, .max], [.min + 3, .min + 4], [3, 4]])
+    #expect(state.snapshot?.remainingRoute.count == 5)
+  }
 }
 
 /// Records, per trip, the last sequence and send time seen in the whole-snapshot callback, and the order

@@ -15,7 +15,8 @@
 import FleetEngineMessages
 import ProtoWire
 
-/// The message types an input can select, by its first byte modulo the count.
+/// The message types an input can select, by its first byte modulo the count: every
+/// `ProtoMessage` in FleetEngineMessages, nested ones included.
 /// Append only: the seed corpus's first bytes index into this list.
 let messageTypes: [any ProtoMessage.Type] = [
   Trip.self,  // 0: maps.fleetengine.v1.Trip
@@ -26,6 +27,28 @@ let messageTypes: [any ProtoMessage.Type] = [
   ConsumableTrafficPolyline.self,  // 5: maps.fleetengine.v1.ConsumableTrafficPolyline
   TripUpdate.self,  // 6: journeysharing.v1.TripUpdate
   StreamTripRequest.self,  // 7: journeysharing.v1.StreamTripRequest
+  RequestHeader.self,  // 8: maps.fleetengine.v1.RequestHeader
+  SpeedReadingInterval.self,  // 9: maps.fleetengine.v1.SpeedReadingInterval
+  TrafficPolylineData.self,  // 10: maps.fleetengine.v1.TrafficPolylineData
+  VisualTrafficReportPolylineRendering.self,  // 11: maps.fleetengine.v1.VisualTrafficReportPolylineRendering
+  VisualTrafficReportPolylineRendering.RoadStretch.self,  // 12: ….VisualTrafficReportPolylineRendering.RoadStretch
+  TerminalPointId.self,  // 13: maps.fleetengine.v1.TerminalPointId
+  StopLocation.self,  // 14: maps.fleetengine.v1.StopLocation
+  TripAttribute.self,  // 15: maps.fleetengine.v1.TripAttribute
+  VehicleAttribute.self,  // 16: maps.fleetengine.v1.VehicleAttribute
+  Timestamp.self,  // 17: google.protobuf.Timestamp
+  ProtobufDuration.self,  // 18: google.protobuf.Duration
+  LatLng.self,  // 19: google.type.LatLng
+  FieldMask.self,  // 20: google.protobuf.FieldMask
+  DoubleValue.self,  // 21: google.protobuf.DoubleValue
+  FloatValue.self,  // 22: google.protobuf.FloatValue
+  Int64Value.self,  // 23: google.protobuf.Int64Value
+  UInt64Value.self,  // 24: google.protobuf.UInt64Value
+  Int32Value.self,  // 25: google.protobuf.Int32Value
+  UInt32Value.self,  // 26: google.protobuf.UInt32Value
+  BoolValue.self,  // 27: google.protobuf.BoolValue
+  StringValue.self,  // 28: google.protobuf.StringValue
+  BytesValue.self,  // 29: google.protobuf.BytesValue
 ]
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,0 +1,64 @@
+// Sources/JourneySharing/TripState.swift - one followed trip's state: merge an update, derive, diff
+//
+// Pure value code with no I/O and no transport: TripFollower owns one per trip on
+// its event loop, the pipeline benchmarks drive many, and the trip-merge fuzzer
+// (Tests/Fuzz/TripMergeFuzzer) compiles this file with TripSnapshot.swift and
+// TripPropertyFields.swift on their own, against FleetEngineMessages only.
+
+import FleetEngineMessages
+
+/// One followed trip's merged state: the current snapshot, and how an update or a polled
+/// trip becomes the next one (merge, derive, diff). Its snapshot's storage is reused when
+/// nothing else holds it any more, so a steady stream of updates allocates nothing here.
+struct TripState {
+  let tripID: String
+  private(set) var snapshot: TripSnapshot?
+
+  init(tripID: String) {
+    self.tripID = tripID
+  }
+
+  /// The merged trip (empty before the first fetch).
+  var trip: Trip { snapshot?.trip ?? Trip() }
+
+  /// Merges a streaming update; returns what changed for subscribers.
+  mutating func apply(_ update: TripUpdate) -> TripPropertyFields {
+    // The common case, a vehicle's progress, merges into the snapshot's own storage when nobody
+    // else holds it: no copy of the trip at all.
+    if !update.fullTrip, snapshot != nil, isKnownUniquelyReferenced(&snapshot!),
+      let changes = snapshot!.mergeInPlace(update)
+    {
+      snapshot!.setUpdate(sendTime: update.sendTime?.unixTime, sequence: update.sequence)
+      return changes
+    }
+    var trip = snapshot?.values.trip ?? Trip()
+    trip.apply(update)
+    return install(trip, sendTime: update.sendTime?.unixTime, sequence: update.sequence)
+  }
+
+  /// Replaces the trip with a polled one (already merged with what was held); returns what changed.
+  mutating func replace(with trip: Trip) -> TripPropertyFields {
+    install(trip, sendTime: nil, sequence: 0)
+  }
+
+  private mutating func install(_ trip: Trip, sendTime: Double?, sequence: UInt64) -> TripPropertyFields {
+    guard snapshot != nil else {
+      var values = TripSnapshot.Values(trip: trip, tripID: tripID, previous: nil)
+      values.updateSendTime = sendTime
+      values.updateSequence = sequence
+      let first = TripSnapshot(values: values)
+      snapshot = first
+      return first.presentProperties
+    }
+    var values = TripSnapshot.Values(trip: trip, tripID: tripID, previous: snapshot!.values)
+    values.updateSendTime = sendTime
+    values.updateSequence = sequence
+    let changes = values.changedProperties(from: snapshot!.values)
+    if isKnownUniquelyReferenced(&snapshot!) {
+      snapshot!.replace(with: values)
+    } else {
+      snapshot = TripSnapshot(values: values)
+    }
+    return changes
+  }
+}
