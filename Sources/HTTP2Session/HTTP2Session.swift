@@ -77,6 +77,8 @@ public final class HTTP2Session {
   var headerBlock: [HTTP2HeaderField] = []
   /// What the `:status` field of the block being received says, if it has one.
   var headerBlockStatus = HeaderBlockStatus.none
+  /// The size of the block being received so far, as SETTINGS_MAX_HEADER_LIST_SIZE counts it.
+  var headerBlockSize = 0
   /// Reused storage for the names and values of a header block being submitted.
   var nameValueBytes: [UInt8] = []
   /// Reused `nghttp2_nv` array pointing into `nameValueBytes`.

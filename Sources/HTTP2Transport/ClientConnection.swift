@@ -309,6 +309,20 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
   }
 
+  func session(_ session: HTTP2Session, didRefuseHeaderListOfSize size: Int, limit: Int, streamID: Int32) {
+    // The session has already reset the stream (CANCEL); end the call with why, and drop it
+    // here so the close that follows finds nothing to report.
+    guard let active = streams.removeValue(forKey: streamID) else { return }
+    let status = GRPCStatus(
+      code: .resourceExhausted,
+      message:
+        "response header list of \(size) bytes exceeds the limit of \(limit) bytes (HTTP2Settings.maxHeaderListSize)")
+    _ = active.machine.abort(status)
+    finish(active.call, status: status, trailers: GRPCMetadata())
+    scheduleFlush()
+    afterStreamClosed()
+  }
+
   func session(_ session: HTTP2Session, didReceivePingAck opaqueData: UInt64) {
     delegate?.connectionDidCountPing(self, ack: true)
     if let keepaliveTimeoutTimer { loop.cancelTimer(keepaliveTimeoutTimer) }
