@@ -317,6 +317,10 @@ public final class HTTP2Session {
   /// The number of bytes already taken from nghttp2 and waiting to be written.
   public var pendingOutputCount: Int { output.count - outputHead }
 
+  /// The error that ended the session (a connection error found in the peer's input, or a fatal
+  /// output failure), once there is one; `nil` while the session is healthy or after a graceful end.
+  public var terminationError: HTTP2SessionError? { terminalError }
+
   /// Whether the session still expects input. False once a GOAWAY has been sent or received
   /// and no stream is left, or after a fatal error.
   public var wantsRead: Bool {

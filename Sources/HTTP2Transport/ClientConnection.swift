@@ -402,7 +402,12 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private func flushNow() {
     flushOutput()
     if let session, stream?.isOpen == true, !session.wantsRead && !session.wantsWrite {
-      close(error: state == .draining ? nil : "the HTTP/2 session ended")
+      if let error = session.terminationError {
+        // A connection error nghttp2 found in the server's input and answered with GOAWAY.
+        close(error: "HTTP/2 protocol error from the server: \(error.message)")
+      } else {
+        close(error: state == .draining ? nil : "the HTTP/2 session ended")
+      }
     }
   }
 
@@ -424,9 +429,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     do {
       try session.receive(bytes)
     } catch {
-      // A protocol violation: nghttp2 queued a GOAWAY; send it and close.
-      flushNow()
-      stream.close(error: "HTTP/2 protocol error from the server: \(error)")
+      // A protocol violation: nghttp2 queued a GOAWAY; close() sends it first, then closes, and the
+      // calls on this connection fail UNAVAILABLE with this message. Other connections are untouched.
+      logger.debug("closing the connection: the server broke HTTP/2", metadata: ["error": "\(error.message)"])
+      close(error: "HTTP/2 protocol error from the server: \(error.message)")
     }
   }
 
