@@ -107,7 +107,7 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "HTTP2TransportTests",
-    dependencies: ["HTTP2Transport", "GRPCProtocol"],
+    dependencies: ["HTTP2Transport", "HTTP2Session", "GRPCProtocol", .product(name: "Logging", package: "swift-log")],
     swiftSettings: defaultSwiftSettings
   ),
 
