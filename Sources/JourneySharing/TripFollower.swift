@@ -51,6 +51,8 @@ final class TripFollower: @unchecked Sendable {
   private var generation = 0
   private var fetch: Fetch = .stream
   private var call: GRPCCallHandle?
+  /// The sink of the stream `call` carries, if it is a stream.
+  private var streamSink: StreamSink?
   private var fetchInFlight = false
   private var timer: EventLoop.TimerID?
   private var state: TripState
@@ -159,6 +161,7 @@ final class TripFollower: @unchecked Sendable {
     generation += 1
     call?.cancel()
     call = nil
+    streamSink = nil
     fetchInFlight = false
     if let timer { loop.cancelTimer(timer) }
     timer = nil
@@ -242,6 +245,7 @@ final class TripFollower: @unchecked Sendable {
     request.view = configuration.view
     request.routeFormatType = configuration.routeFormat
     let sink = StreamSink(follower: self, generation: generation)
+    streamSink = sink
     call = services.channel.startCall(
       path: TripServiceMethods.streamingGetTrip, request: request.serializedBytes(), kind: .serverStreaming,
       options: callOptions(token: token, timeout: nil), handler: sink)
@@ -253,8 +257,7 @@ final class TripFollower: @unchecked Sendable {
     do {
       update = try TripUpdate(serializedBuffer: bytes)
     } catch {
-      call?.cancel()
-      call = nil
+      abandonStream()
       failed(GRPCError(code: .internalError, message: "malformed TripUpdate from the server: \(error)"))
       return
     }
@@ -271,9 +274,20 @@ final class TripFollower: @unchecked Sendable {
     }
   }
 
+  /// Cancels the stream after its input was refused. Its sink goes deaf first: messages still queued
+  /// behind the refused one (same socket read) are not applied, and the CANCELLED status the cancel
+  /// produces is not reported over the error that caused it.
+  private func abandonStream() {
+    streamSink?.abandoned = true
+    streamSink = nil
+    call?.cancel()
+    call = nil
+  }
+
   fileprivate func streamFinished(_ status: GRPCStatus, trailers: GRPCMetadata, generation: Int) {
     guard generation == self.generation, following else { return }
     call = nil
+    streamSink = nil
     if finished { return }
     if status.code == .ok {
       // The server ended the stream before the trip ended (GOAWAY, restart): follow again.
@@ -482,10 +496,14 @@ struct TripState {
   }
 }
 
-/// Receives one stream's callbacks on the event loop and forwards them with its generation.
-private final class StreamSink: GRPCCallHandler {
+/// Receives one stream's callbacks on the event loop and forwards them with its generation, until
+/// the follower abandons the stream. `@unchecked Sendable`: `abandoned` is only touched on the event
+/// loop, which runs every callback of the call and every follower method that sets it.
+private final class StreamSink: GRPCCallHandler, @unchecked Sendable {
   let follower: TripFollower
   let generation: Int
+  /// Set (on the loop) when the follower refused this stream's input and cancelled it.
+  var abandoned = false
 
   init(follower: TripFollower, generation: Int) {
     self.follower = follower
@@ -493,10 +511,12 @@ private final class StreamSink: GRPCCallHandler {
   }
 
   func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    guard !abandoned else { return }
     follower.streamMessage(message, generation: generation)
   }
 
   func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
+    guard !abandoned else { return }
     follower.streamFinished(status, trailers: trailers, generation: generation)
   }
 }
