@@ -261,6 +261,13 @@ final class TripFollower: @unchecked Sendable {
       failed(GRPCError(code: .internalError, message: "malformed TripUpdate from the server: \(error)"))
       return
     }
+    if let violation = configuration.limits.violation(applying: update, to: trip) {
+      // Not applied: the held state stays the last trip accepted. The stream is dropped, so the
+      // next one starts from a whole trip rather than from deltas on top of a refused one.
+      abandonStream()
+      rejected(violation)
+      return
+    }
     failures = 0
     // Events still waiting in mailboxes hold the current snapshot: take them back so the update can go
     // into its storage in place (their change bits go out with the next offer).
@@ -342,8 +349,13 @@ final class TripFollower: @unchecked Sendable {
       failed(GRPCError(code: .internalError, message: "malformed Trip from the server: \(error)"))
       return
     }
+    let merged = Self.merge(response: response, into: trip, request: request)
+    if let violation = configuration.limits.violation(in: merged) {
+      rejected(violation)  // The held state stays the last trip accepted.
+      return
+    }
     failures = 0
-    emit(state.replace(with: Self.merge(response: response, into: trip, request: request)))
+    emit(state.replace(with: merged))
     if scheduleNext && fetch == .poll && !finished {
       schedule(after: configuration.pollInterval) { self.attempt() }
     }
@@ -417,6 +429,12 @@ final class TripFollower: @unchecked Sendable {
       stopFollowing()
       publish(TripModelEvent.stateBit)
     }
+  }
+
+  /// A trip above ``JourneySharingConfiguration/limits`` was refused: RESOURCE_EXHAUSTED, retried.
+  private func rejected(_ violation: String) {
+    configuration.logger.warning("refused a trip above the limits", metadata: ["trip": "\(tripName)", "reason": "\(violation)"])
+    failed(GRPCError(code: .resourceExhausted, message: violation))
   }
 
   /// Reports `error` and tries again after the backoff delay.
