@@ -94,3 +94,22 @@ struct HeaderListLimitTests {
     }
   }
 }
+
+@Suite("Printing header fields")
+struct HeaderFieldPrintingTests {
+  @Test("an authorization field prints redacted; others as name: value")
+  func authorizationIsRedacted() {
+    let secret = "Bearer eyJhbGciOiJIUzI1NiJ9.e30.c2VjcmV0LXNpZ25hdHVyZQ"
+    for name in ["authorization", "cookie", "proxy-authorization"] {
+      let field = HTTP2HeaderField(name, secret)
+      var dumped = ""
+      dump(field, to: &dumped)
+      for text in ["\(field)", String(reflecting: field), dumped, "\([field])"] {
+        #expect(!text.contains("c2VjcmV0"), "\(text)")
+      }
+      #expect(field.description == "\(name): <redacted>")
+      #expect(field.value == secret)
+    }
+    #expect(HTTP2HeaderField("x-trip", "7").description == "x-trip: 7")
+  }
+}
