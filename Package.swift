@@ -107,7 +107,7 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "HTTP2TransportTests",
-    dependencies: ["HTTP2Transport", "GRPCProtocol"],
+    dependencies: ["HTTP2Transport", "HTTP2Session", "GRPCProtocol", .product(name: "Logging", package: "swift-log")],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -138,7 +138,10 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "JourneySharingTests",
-    dependencies: ["JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Transport", "JSONWebToken"],
+    dependencies: [
+      "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport", "JSONWebToken",
+      "ProtoWire", .product(name: "Logging", package: "swift-log"),
+    ],
     swiftSettings: defaultSwiftSettings
   ),
 

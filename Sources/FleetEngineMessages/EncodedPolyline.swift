@@ -12,8 +12,9 @@
 /// 5-bit groups, least significant first, in the printable ASCII range `?`…`~`
 /// (a group ORed with `0x20` means "more groups follow").
 ///
-/// Decoding never traps: malformed or hostile input gives `nil`, and the work
-/// and memory are linear in the input's length.
+/// Decoding never traps: malformed or hostile input gives `nil`, the work is
+/// linear in the input's length, and the memory is bounded by the points the
+/// input really holds (and by `maxPoints`), never by its length alone.
 public enum EncodedPolyline {
   /// The precisions (decimal digits) accepted. Fleet Engine and the Directions
   /// API use 5; OSRM and Valhalla use 6. Up to 10 digits a coordinate stays far
@@ -59,16 +60,27 @@ public enum EncodedPolyline {
   /// The points of an encoded polyline, or `nil` when `encoded` is malformed:
   /// a character outside `?`…`~`, a value cut short, a latitude without its
   /// longitude, a value longer than 12 groups, a running sum that overflows, or
-  /// a `precision` outside ``supportedPrecisions``. The empty string is the
-  /// empty polyline. Coordinates are not range-checked.
-  public static func decode(_ encoded: String, precision: Int = 5) -> [LatLng]? {
+  /// a `precision` outside ``supportedPrecisions``; or when it holds more than
+  /// `maxPoints` points (found before any of them is decoded). The empty string
+  /// is the empty polyline. Coordinates are not range-checked.
+  public static func decode(_ encoded: String, precision: Int = 5, maxPoints: Int = .max) -> [LatLng]? {
     guard supportedPrecisions.contains(precision) else { return nil }
     let factor = powerOfTen(precision)
-    if let decoded = encoded.utf8.withContiguousStorageIfAvailable({ decode($0, factor: factor) }) {
+    if let decoded = encoded.utf8.withContiguousStorageIfAvailable({
+      decode($0, factor: factor, maxPoints: maxPoints)
+    }) {
       return decoded
     }
     // Bridged or otherwise non-contiguous strings: copy once, then decode the same way.
-    return Array(encoded.utf8).withUnsafeBufferPointer { decode($0, factor: factor) }
+    return Array(encoded.utf8).withUnsafeBufferPointer { decode($0, factor: factor, maxPoints: maxPoints) }
+  }
+
+  /// How many points ``decode(_:precision:maxPoints:)`` returns for `encoded` when it is well
+  /// formed; for malformed input, an upper bound. One pass over the bytes, nothing allocated:
+  /// the way to check a polyline against a limit before decoding it.
+  public static func pointCount(_ encoded: String) -> Int {
+    if let count = encoded.utf8.withContiguousStorageIfAvailable({ pointCount($0) }) { return count }
+    return Array(encoded.utf8).withUnsafeBufferPointer { pointCount($0) }
   }
 
   // MARK: - Implementation
@@ -99,11 +111,23 @@ public enum EncodedPolyline {
     bytes.append(UInt8(truncatingIfNeeded: folded + 63))
   }
 
-  /// Decodes pairs of values (latitude, longitude) until the input ends; `nil` at the first malformed value.
-  static func decode(_ bytes: UnsafeBufferPointer<UInt8>, factor: Double) -> [LatLng]? {
+  /// Values end with a group below 0x20, a byte in `?`…`^` (63...94); two values make a point.
+  /// A trailing unpaired value counts as a point, so the count bounds what decoding can produce.
+  static func pointCount(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+    var values = 0
+    for byte in bytes where byte &- 63 < 0x20 { values += 1 }
+    return (values + 1) / 2
+  }
+
+  /// Decodes pairs of values (latitude, longitude) until the input ends; `nil` at the first malformed
+  /// value, or at once when the input holds more than `maxPoints` points.
+  static func decode(_ bytes: UnsafeBufferPointer<UInt8>, factor: Double, maxPoints: Int = .max) -> [LatLng]? {
+    // Counted first: the reservation is what the input really holds, not a guess from its length
+    // (a long run of continuation groups holds no point at all).
+    let count = pointCount(bytes)
+    guard count <= maxPoints else { return nil }
     var points: [LatLng] = []
-    // The shortest point is two one-group values, so this never over-reserves by more than 2x.
-    points.reserveCapacity(bytes.count / 2)
+    points.reserveCapacity(count)
     var index = 0
     var latitude: Int64 = 0
     var longitude: Int64 = 0

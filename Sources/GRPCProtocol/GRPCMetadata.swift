@@ -10,6 +10,11 @@
 /// Names are lowercase. Names ending in `-bin` carry binary values, which go
 /// over the wire as base64; all other names carry printable-ASCII strings.
 ///
+/// Printing metadata (``description``, `debugDescription`, `dump`, or a value
+/// that holds it, such as `CallOptions`) never shows the values of credential
+/// names (``isSensitive(_:)``: `authorization` and the like), nor binary values;
+/// read them with ``first(_:)`` or the subscript.
+///
 /// ```swift
 /// var metadata: GRPCMetadata = ["authorization": "Bearer \(token)"]
 /// metadata.add("x-trace-bin", binary: traceBytes)
@@ -255,5 +260,51 @@ public struct GRPCMetadata: Sendable, Hashable, Sequence, ExpressibleByDictionar
       piece = piece.dropLast()
     }
     return piece
+  }
+}
+
+// MARK: - Printing without credentials
+
+extension GRPCMetadata: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+  /// Names whose values are credentials, compared lowercased.
+  static let sensitiveNames: Set<String> = [
+    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-goog-api-key",
+    "x-goog-iam-authorization-token",
+  ]
+
+  /// Whether `name` (compared lowercased) carries credentials, so its values must never be logged or
+  /// shown: `authorization`, `proxy-authorization`, `cookie`, `set-cookie`, `x-api-key`,
+  /// `x-goog-api-key`, `x-goog-iam-authorization-token`.
+  public static func isSensitive(_ name: String) -> Bool {
+    sensitiveNames.contains(name.lowercased())
+  }
+
+  /// An entry's value as printed: the string, `<redacted>` for a credential, `<N bytes>` for binary.
+  private static func printedValue(name: String, value: Value) -> String {
+    if isSensitive(name) { return "<redacted>" }
+    switch value {
+    case .string(let text): return text.debugDescription
+    case .binary(let bytes): return "<\(bytes.count) bytes>"
+    }
+  }
+
+  /// `["x-trip": "7", "authorization": <redacted>, "x-trace-bin": <3 bytes>]`: names in order,
+  /// credentials and binary values left out.
+  public var description: String {
+    guard !entries.isEmpty else { return "[:]" }
+    let pairs = entries.map { "\($0.name.debugDescription): \(Self.printedValue(name: $0.name, value: $0.value))" }
+    return "[" + pairs.joined(separator: ", ") + "]"
+  }
+
+  /// The same as ``description``: credentials are left out of debug output too.
+  public var debugDescription: String { description }
+
+  /// The entries as name-value children, with credentials and binary values left out as in
+  /// ``description`` (what `dump` and reflection-based printers show).
+  public var customMirror: Mirror {
+    Mirror(
+      self,
+      unlabeledChildren: entries.map { "\($0.name): \(Self.printedValue(name: $0.name, value: $0.value))" },
+      displayStyle: .collection)
   }
 }

@@ -4,6 +4,8 @@
 // (nghttp2 lowercases names it sends and resets streams whose peer sent
 // uppercase ones), values are decoded as UTF-8 with invalid bytes replaced.
 
+internal import GRPCProtocol
+
 /// One HTTP/2 header field: a name and a value, pseudo-headers (`:status`, `:path`, …) included.
 ///
 /// Order matters in a header block: pseudo-header fields come first, and the
@@ -21,9 +23,20 @@ public struct HTTP2HeaderField: Sendable, Hashable {
   }
 }
 
-extension HTTP2HeaderField: CustomStringConvertible {
-  /// `name: value`, as in an HTTP/1 message.
-  public var description: String { "\(name): \(value)" }
+extension HTTP2HeaderField: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+  /// `name: value`, as in an HTTP/1 message; `name: <redacted>` for a field carrying credentials
+  /// (`authorization` and the others of `GRPCMetadata.isSensitive(_:)`), so header lists can be logged.
+  public var description: String {
+    GRPCMetadata.isSensitive(name) ? "\(name): <redacted>" : "\(name): \(value)"
+  }
+
+  /// The same as ``description``.
+  public var debugDescription: String { description }
+
+  /// The name, and the value unless it carries credentials (what `dump` shows).
+  public var customMirror: Mirror {
+    Mirror(self, children: ["name": name, "value": GRPCMetadata.isSensitive(name) ? "<redacted>" : value])
+  }
 }
 
 /// What a received header block is, judged from the stream's state and its pseudo-header fields.

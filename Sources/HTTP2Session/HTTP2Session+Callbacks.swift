@@ -85,6 +85,7 @@ extension HTTP2Session {
     guard frame.pointee.hd.type == FrameType.headers else { return 0 }
     headerBlock.removeAll(keepingCapacity: true)
     headerBlockStatus = .none
+    headerBlockSize = 0
     if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
       let streamID = frame.pointee.hd.stream_id
       if streams[streamID] == nil { streams[streamID] = StreamState() }
@@ -93,6 +94,11 @@ extension HTTP2Session {
   }
 
   /// on_header: one field of the block being received (fields of PUSH_PROMISE are ignored).
+  ///
+  /// The block's size is counted as RFC 9113 §6.5.2 defines it (name, value and 32 bytes per
+  /// field). nghttp2 does not enforce the SETTINGS_MAX_HEADER_LIST_SIZE it announced, so this
+  /// does: past the limit, fields are counted but no longer kept, and the block is refused
+  /// when it ends (see `refuseOversizedHeaderBlock`). Decoding goes on, so the HPACK table stays in step.
   func header(
     _ frame: UnsafePointer<nghttp2_frame>,
     name: UnsafeBufferPointer<UInt8>,
@@ -102,8 +108,34 @@ extension HTTP2Session {
     if name.elementsEqual(":status".utf8) {
       headerBlockStatus = value.first == UInt8(ascii: "1") ? .informational : .final
     }
+    // Cannot overflow: nghttp2 caps each field at 64 KiB and the block at the frames received.
+    headerBlockSize += name.count + value.count + 32
+    if let limit = localSettings.maxHeaderListSize, headerBlockSize > Int(limit) {
+      if !headerBlock.isEmpty { headerBlock.removeAll() }
+      return 0
+    }
     headerBlock.append(HTTP2HeaderField(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
     return 0
+  }
+
+  /// Whether the header block just received was larger than the announced limit.
+  var headerBlockIsOversized: Bool {
+    guard let limit = localSettings.maxHeaderListSize else { return false }
+    return headerBlockSize > Int(limit)
+  }
+
+  /// A header block above SETTINGS_MAX_HEADER_LIST_SIZE ended: the stream is reset (CANCEL from a
+  /// client, which gives up on the response; ENHANCE_YOUR_CALM from a server, which a gRPC client
+  /// reads as RESOURCE_EXHAUSTED) and the delegate is told instead of getting the fields.
+  func refuseOversizedHeaderBlock(streamID: Int32) {
+    let size = headerBlockSize
+    headerBlock.removeAll(keepingCapacity: true)
+    headerBlockSize = 0
+    let code: HTTP2ErrorCode = role == .client ? .cancel : .enhanceYourCalm
+    if let state = streams[streamID] { state.resetCode = code }
+    _ = nghttp2_submit_rst_stream(session, Flag.none, streamID, code.rawValue)
+    delegate.session(
+      self, didRefuseHeaderListOfSize: size, limit: Int(localSettings.maxHeaderListSize ?? 0), streamID: streamID)
   }
 
   /// on_frame_recv: a complete frame; header blocks, END_STREAM, SETTINGS, PING ACK and GOAWAY are reported.
@@ -111,6 +143,10 @@ extension HTTP2Session {
     let hd = frame.pointee.hd
     switch hd.type {
     case FrameType.headers:
+      if headerBlockIsOversized {
+        refuseOversizedHeaderBlock(streamID: hd.stream_id)
+        return 0
+      }
       let kind: HTTP2HeadersKind
       if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
         kind = .request

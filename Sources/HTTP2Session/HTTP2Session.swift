@@ -77,6 +77,8 @@ public final class HTTP2Session {
   var headerBlock: [HTTP2HeaderField] = []
   /// What the `:status` field of the block being received says, if it has one.
   var headerBlockStatus = HeaderBlockStatus.none
+  /// The size of the block being received so far, as SETTINGS_MAX_HEADER_LIST_SIZE counts it.
+  var headerBlockSize = 0
   /// Reused storage for the names and values of a header block being submitted.
   var nameValueBytes: [UInt8] = []
   /// Reused `nghttp2_nv` array pointing into `nameValueBytes`.
@@ -314,6 +316,10 @@ public final class HTTP2Session {
 
   /// The number of bytes already taken from nghttp2 and waiting to be written.
   public var pendingOutputCount: Int { output.count - outputHead }
+
+  /// The error that ended the session (a connection error found in the peer's input, or a fatal
+  /// output failure), once there is one; `nil` while the session is healthy or after a graceful end.
+  public var terminationError: HTTP2SessionError? { terminalError }
 
   /// Whether the session still expects input. False once a GOAWAY has been sent or received
   /// and no stream is left, or after a fatal error.

@@ -55,6 +55,13 @@ public protocol HTTP2SessionDelegate: AnyObject {
 
   /// The peer acknowledged a PING sent with ``HTTP2Session/ping(opaqueData:)``.
   func session(_ session: HTTP2Session, didReceivePingAck opaqueData: UInt64)
+
+  /// A header block on `streamID` was larger than the SETTINGS_MAX_HEADER_LIST_SIZE this side
+  /// announced (``HTTP2Settings/maxHeaderListSize``): `size` bytes counted as RFC 9113 §6.5.2 does,
+  /// against `limit`. Its fields were dropped instead of delivered, and the stream is being reset
+  /// (CANCEL from a client, ENHANCE_YOUR_CALM from a server); ``session(_:streamDidClose:errorCode:)``
+  /// follows with that code.
+  func session(_ session: HTTP2Session, didRefuseHeaderListOfSize size: Int, limit: Int, streamID: Int32)
 }
 
 extension HTTP2SessionDelegate {
@@ -74,4 +81,7 @@ extension HTTP2SessionDelegate {
 
   /// Does nothing.
   public func session(_ session: HTTP2Session, didReceivePingAck opaqueData: UInt64) {}
+
+  /// Does nothing; the stream is reported closed with the reset's code.
+  public func session(_ session: HTTP2Session, didRefuseHeaderListOfSize size: Int, limit: Int, streamID: Int32) {}
 }

@@ -13,7 +13,12 @@ public struct HTTP2Settings: Sendable, Hashable {
   public var initialWindowSize: UInt32
   /// SETTINGS_MAX_FRAME_SIZE: the largest frame payload we accept, 16 384 ... 16 777 215.
   public var maxFrameSize: UInt32
-  /// SETTINGS_MAX_HEADER_LIST_SIZE: the largest header list we accept (RFC 9113 §6.5.2). `nil` sends no limit.
+  /// SETTINGS_MAX_HEADER_LIST_SIZE: the largest header list we accept (RFC 9113 §6.5.2: names, values
+  /// and 32 bytes per field). Default 16 KiB; `nil` announces and enforces no limit.
+  ///
+  /// Enforced, not only announced: a received header block above it is not delivered, its stream is
+  /// reset and the delegate hears ``HTTP2SessionDelegate/session(_:didRefuseHeaderListOfSize:limit:streamID:)``
+  /// (a gRPC client call then fails RESOURCE_EXHAUSTED).
   public var maxHeaderListSize: UInt32?
   /// The connection-level receive window, at most 2^31 - 1.
   ///

@@ -309,6 +309,20 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
   }
 
+  func session(_ session: HTTP2Session, didRefuseHeaderListOfSize size: Int, limit: Int, streamID: Int32) {
+    // The session has already reset the stream (CANCEL); end the call with why, and drop it
+    // here so the close that follows finds nothing to report.
+    guard let active = streams.removeValue(forKey: streamID) else { return }
+    let status = GRPCStatus(
+      code: .resourceExhausted,
+      message:
+        "response header list of \(size) bytes exceeds the limit of \(limit) bytes (HTTP2Settings.maxHeaderListSize)")
+    _ = active.machine.abort(status)
+    finish(active.call, status: status, trailers: GRPCMetadata())
+    scheduleFlush()
+    afterStreamClosed()
+  }
+
   func session(_ session: HTTP2Session, didReceivePingAck opaqueData: UInt64) {
     delegate?.connectionDidCountPing(self, ack: true)
     if let keepaliveTimeoutTimer { loop.cancelTimer(keepaliveTimeoutTimer) }
@@ -388,7 +402,12 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private func flushNow() {
     flushOutput()
     if let session, stream?.isOpen == true, !session.wantsRead && !session.wantsWrite {
-      close(error: state == .draining ? nil : "the HTTP/2 session ended")
+      if let error = session.terminationError {
+        // A connection error nghttp2 found in the server's input and answered with GOAWAY.
+        close(error: "HTTP/2 protocol error from the server: \(error.message)")
+      } else {
+        close(error: state == .draining ? nil : "the HTTP/2 session ended")
+      }
     }
   }
 
@@ -410,9 +429,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     do {
       try session.receive(bytes)
     } catch {
-      // A protocol violation: nghttp2 queued a GOAWAY; send it and close.
-      flushNow()
-      stream.close(error: "HTTP/2 protocol error from the server: \(error)")
+      // A protocol violation: nghttp2 queued a GOAWAY; close() sends it first, then closes, and the
+      // calls on this connection fail UNAVAILABLE with this message. Other connections are untouched.
+      logger.debug("closing the connection: the server broke HTTP/2", metadata: ["error": "\(error.message)"])
+      close(error: "HTTP/2 protocol error from the server: \(error.message)")
     }
   }
 

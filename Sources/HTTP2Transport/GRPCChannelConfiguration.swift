@@ -12,12 +12,14 @@ public struct GRPCChannelConfiguration: Sendable {
     case tls(TLSConfiguration)
   }
 
-  /// TLS (verified, the default) or plaintext.
+  /// TLS (verified against the system trust store, host name checked, ALPN `h2` required: the
+  /// default) or plaintext, which is logged at notice level when the channel is made.
   public var security: Security
   /// The `:authority` sent with every call; default: the TLS server name override, else `host:port`.
   public var authority: String?
   /// The most connections opened to the target; more are opened only when the
-  /// open ones reach the server's MAX_CONCURRENT_STREAMS. Default 16.
+  /// open ones reach the server's MAX_CONCURRENT_STREAMS, which no connection ever
+  /// exceeds (calls wait for a free stream once this many are open). Default 16.
   public var maxConnections: Int
   /// How reconnect attempts back off after failures.
   public var backoff: ConnectionBackoff
@@ -27,7 +29,8 @@ public struct GRPCChannelConfiguration: Sendable {
   public var maxReceiveMessageSize: Int
   /// How long a connection attempt (TCP and TLS) may take. Default 20 s.
   public var connectTimeout: Duration
-  /// HTTP/2 settings and windows of each connection.
+  /// HTTP/2 settings and windows of each connection. Its `maxHeaderListSize` (default 16 KiB) bounds
+  /// the response headers and trailers accepted: a call whose server sends more fails RESOURCE_EXHAUSTED.
   public var http2Settings: HTTP2Settings
 
   /// A configuration; TLS with the system trust store unless told otherwise.

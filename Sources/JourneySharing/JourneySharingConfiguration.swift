@@ -47,8 +47,16 @@ public struct JourneySharingConfiguration: Sendable {
   /// Threads that run subscriber callbacks. Default 4: up to 3 subscribers can block
   /// inside a callback without delaying any other trip's deliveries.
   public var deliveryThreads: Int
-  /// Connection settings of the underlying channel (security is taken from ``security``).
+  /// Connection settings of the underlying channel (security is taken from ``security``). Its
+  /// limits on what a server sends: `maxReceiveMessageSize` (4 MiB; a larger message fails the
+  /// call RESOURCE_EXHAUSTED), `http2Settings.maxHeaderListSize` (16 KiB of response headers or
+  /// trailers; larger fails RESOURCE_EXHAUSTED), and the server's own SETTINGS_MAX_CONCURRENT_STREAMS,
+  /// which is never exceeded (more connections are opened, up to `maxConnections`, 16).
   public var channel: GRPCChannelConfiguration
+  /// How much route and how many stops a server's trip may hold (20,000 route points, 100 entries
+  /// per list of stops by default). A trip above them is rejected with RESOURCE_EXHAUSTED and the
+  /// state held is kept; see ``TripLimits``.
+  public var limits: TripLimits
   /// Where the library logs (never tokens).
   public var logger: Logger
 
@@ -84,6 +92,7 @@ public struct JourneySharingConfiguration: Sendable {
     self.tokenRefreshMargin = 60
     self.deliveryThreads = 4
     self.channel = GRPCChannelConfiguration()
+    self.limits = TripLimits()
     self.logger = logger
   }
 }

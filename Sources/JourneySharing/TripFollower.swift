@@ -51,6 +51,8 @@ final class TripFollower: @unchecked Sendable {
   private var generation = 0
   private var fetch: Fetch = .stream
   private var call: GRPCCallHandle?
+  /// The sink of the stream `call` carries, if it is a stream.
+  private var streamSink: StreamSink?
   /// Whether the current stream has delivered a message.
   private var streamDelivered = false
   private var fetchInFlight = false
@@ -161,6 +163,7 @@ final class TripFollower: @unchecked Sendable {
     generation += 1
     call?.cancel()
     call = nil
+    streamSink = nil
     fetchInFlight = false
     if let timer { loop.cancelTimer(timer) }
     timer = nil
@@ -244,6 +247,7 @@ final class TripFollower: @unchecked Sendable {
     request.view = configuration.view
     request.routeFormatType = configuration.routeFormat
     let sink = StreamSink(follower: self, generation: generation)
+    streamSink = sink
     streamDelivered = false
     call = services.channel.startCall(
       path: TripServiceMethods.streamingGetTrip, request: request.serializedBytes(), kind: .serverStreaming,
@@ -256,9 +260,15 @@ final class TripFollower: @unchecked Sendable {
     do {
       update = try TripUpdate(serializedBuffer: bytes)
     } catch {
-      call?.cancel()
-      call = nil
+      abandonStream()
       failed(GRPCError(code: .internalError, message: "malformed TripUpdate from the server: \(error)"))
+      return
+    }
+    if let violation = configuration.limits.violation(applying: update, to: trip) {
+      // Not applied: the held state stays the last trip accepted. The stream is dropped, so the
+      // next one starts from a whole trip rather than from deltas on top of a refused one.
+      abandonStream()
+      rejected(violation)
       return
     }
     failures = 0
@@ -275,9 +285,20 @@ final class TripFollower: @unchecked Sendable {
     }
   }
 
+  /// Cancels the stream after its input was refused. Its sink goes deaf first: messages still queued
+  /// behind the refused one (same socket read) are not applied, and the CANCELLED status the cancel
+  /// produces is not reported over the error that caused it.
+  private func abandonStream() {
+    streamSink?.abandoned = true
+    streamSink = nil
+    call?.cancel()
+    call = nil
+  }
+
   fileprivate func streamFinished(_ status: GRPCStatus, trailers: GRPCMetadata, generation: Int) {
     guard generation == self.generation, following else { return }
     call = nil
+    streamSink = nil
     if finished { return }
     if status.code == .ok {
       if streamDelivered {
@@ -337,8 +358,13 @@ final class TripFollower: @unchecked Sendable {
       failed(GRPCError(code: .internalError, message: "malformed Trip from the server: \(error)"))
       return
     }
+    let merged = Self.merge(response: response, into: trip, request: request)
+    if let violation = configuration.limits.violation(in: merged) {
+      rejected(violation)  // The held state stays the last trip accepted.
+      return
+    }
     failures = 0
-    emit(state.replace(with: Self.merge(response: response, into: trip, request: request)))
+    emit(state.replace(with: merged))
     if scheduleNext && fetch == .poll && !finished {
       schedule(after: configuration.pollInterval) { self.attempt() }
     }
@@ -414,6 +440,12 @@ final class TripFollower: @unchecked Sendable {
     }
   }
 
+  /// A trip above ``JourneySharingConfiguration/limits`` was refused: RESOURCE_EXHAUSTED, retried.
+  private func rejected(_ violation: String) {
+    configuration.logger.warning("refused a trip above the limits", metadata: ["trip": "\(tripName)", "reason": "\(violation)"])
+    failed(GRPCError(code: .resourceExhausted, message: violation))
+  }
+
   /// Reports `error` and tries again after the backoff delay.
   private func failed(_ error: GRPCError) {
     if error.code == .unimplemented && fetch == .stream && configuration.fetchMode == .auto {
@@ -435,10 +467,14 @@ final class TripFollower: @unchecked Sendable {
   }
 }
 
-/// Receives one stream's callbacks on the event loop and forwards them with its generation.
-private final class StreamSink: GRPCCallHandler {
+/// Receives one stream's callbacks on the event loop and forwards them with its generation, until
+/// the follower abandons the stream. `@unchecked Sendable`: `abandoned` is only touched on the event
+/// loop, which runs every callback of the call and every follower method that sets it.
+private final class StreamSink: GRPCCallHandler, @unchecked Sendable {
   let follower: TripFollower
   let generation: Int
+  /// Set (on the loop) when the follower refused this stream's input and cancelled it.
+  var abandoned = false
 
   init(follower: TripFollower, generation: Int) {
     self.follower = follower
@@ -446,10 +482,12 @@ private final class StreamSink: GRPCCallHandler {
   }
 
   func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    guard !abandoned else { return }
     follower.streamMessage(message, generation: generation)
   }
 
   func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
+    guard !abandoned else { return }
     follower.streamFinished(status, trailers: trailers, generation: generation)
   }
 }

@@ -22,6 +22,7 @@ Nothing here does I/O; the server and the tests both import this module.
 
 from __future__ import annotations
 
+import random
 import struct
 from dataclasses import dataclass
 
@@ -132,6 +133,31 @@ class Close:
     """Closes the TCP connection (no GOAWAY; TLS without close_notify)."""
 
 
+@dataclass(frozen=True)
+class Raw:
+    """Bytes written as they are, after what h2 has queued: garbage where a frame belongs."""
+    data: bytes
+
+
+@dataclass(frozen=True)
+class RawFrame:
+    """One frame written as raw bytes: a 9-byte header (the length field says `length`,
+    by default the payload's real length) and `payload`. stream: "stream" (the call's
+    own id) or an int."""
+    type: int
+    payload: bytes = b""
+    flags: int = 0
+    stream: object = "stream"
+    length: int | None = None
+
+
+@dataclass(frozen=True)
+class WaitForClientClose:
+    """Reads until the client closes the connection (EOF) or `timeout` s pass; the
+    record says whether it did (`client_eof`) and the GOAWAY it sent first."""
+    timeout: float = 5.0
+
+
 # --- Cases -----------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -147,6 +173,9 @@ class Case:
     headers: tuple = ()            # (name, str) the client must expose as initial metadata
     client_rst: int | None = None  # the RST_STREAM code the client must send (checked by the server)
     pings: bool = False            # every server PING must be ACKed
+    message_contains: str | None = None  # a piece the status message must hold (case-insensitive)
+    client_closes: bool = False    # the client must close the connection (seen by the server as EOF)
+    first_connection_script: tuple | None = None  # played instead of `script` on the first connection asking
     note: str = ""
 
     @property
@@ -161,6 +190,12 @@ LONG = bytes(range(40))                                           # 40 bytes, al
 BIG = bytes(i * 7 % 251 for i in range(1 << 20))                  # 1 MiB: beyond every default window
 BIN = b"\x01\x02\x03\xff"
 OVERSIZED = 5 << 20                                               # 5 MiB > the 4 MiB default limit
+# Garbage where frames belong. Read as a frame header, the first 9 bytes announce a payload far
+# above SETTINGS_MAX_FRAME_SIZE (16,384): a connection error at once, whatever follows.
+HTTP1_GARBAGE = b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n"
+RANDOM_GARBAGE = bytes([0xA7]) + random.Random(7).randbytes(255)  # first byte nonzero: length >= 2^16
+BIG_HEADER = "h" * (20 * 1024)                                   # 20 KiB > the 16 KiB default header list limit
+DATA, HEADERS, SETTINGS, WINDOW_UPDATE = 0x0, 0x1, 0x4, 0x8
 
 
 def ok_response(*messages: bytes) -> tuple:
@@ -327,7 +362,61 @@ CASES: list[Case] = [
          (trailers_only("5", "gone", extra=(("x-trip-tag", "gone"),)),),
          message="gone", trailers=(("x-trip-tag", "gone"),),
          note="a Trailers-Only block's metadata is trailing metadata"),
+
+    # -- a hostile server: garbage and broken frames are connection errors; the client sends
+    #    GOAWAY, closes the connection and fails the call UNAVAILABLE, saying why
+    Case("garbage_before_headers", UNAVAILABLE, (Raw(RANDOM_GARBAGE), WaitForClientClose()),
+         message_contains="protocol error", client_closes=True,
+         note="random bytes where the response's HEADERS belong"),
+    Case("garbage_after_headers", UNAVAILABLE, (Headers(), Raw(HTTP1_GARBAGE), WaitForClientClose()),
+         message_contains="protocol error", client_closes=True,
+         note="an HTTP/1.1 response after the HTTP/2 response headers"),
+    Case("garbage_mid_message", UNAVAILABLE,
+         (Headers(), Data(msg(M_A) + msg(LONG)[:20]), Raw(RANDOM_GARBAGE), WaitForClientClose()),
+         streaming=True, messages=(M_A,), message_contains="protocol error", client_closes=True,
+         note="the whole message before the garbage is delivered; the cut one is not"),
+    Case("frame_length_above_max_frame_size", UNAVAILABLE,
+         (Headers(), RawFrame(DATA, msg(b"\x00" * 16_380)), WaitForClientClose()),
+         message_contains="protocol error", client_closes=True,
+         note="a 16,385-byte DATA frame: above the 16,384 the client allows (FRAME_SIZE_ERROR)"),
+    Case("settings_frame_bad_length", UNAVAILABLE,
+         (Headers(), RawFrame(SETTINGS, b"\x00" * 5, stream=0), WaitForClientClose()),
+         message_contains="protocol error", client_closes=True,
+         note="a SETTINGS payload that is not a multiple of 6 bytes (FRAME_SIZE_ERROR)"),
+    Case("window_update_overflow", UNAVAILABLE,
+         (Headers(), RawFrame(WINDOW_UPDATE, struct.pack(">I", 0x7FFF_FFFF), stream=0), WaitForClientClose()),
+         message_contains="protocol error", client_closes=True,
+         note="the connection send window above 2^31-1 (FLOW_CONTROL_ERROR)"),
+    Case("frame_cut_short_then_close", UNAVAILABLE,
+         (Headers(), RawFrame(DATA, msg(LONG)[:10], length=1000), Sleep(0.2), Close()),
+         messages=(), note="a DATA frame announcing 1,000 bytes, 10 sent (half a message), then the "
+                           "connection closes"),
+    Case("length_prefix_ffffffff", RESOURCE_EXHAUSTED,
+         (Headers(), Data(msg(M_A) + msg(b"\x00" * 16, length=0xFFFF_FFFF)), WaitForClientReset(3.0),
+          Trailers("0")),
+         streaming=True, messages=(M_A,), client_rst=CANCEL,
+         note="a prefix announcing 4 GiB - 1: refused from the prefix alone, the stream reset"),
+    Case("headers_above_header_list_limit", RESOURCE_EXHAUSTED,
+         (Headers(extra=(("x-big", BIG_HEADER),)), Data(msg(M1)), Trailers("0")),
+         message_contains="header list",
+         note="20 KiB of response headers against the client's SETTINGS_MAX_HEADER_LIST_SIZE of 16 KiB"),
+    Case("trailers_above_header_list_limit", RESOURCE_EXHAUSTED,
+         (Headers(), Data(msg(M1)), Trailers("0", extra=(("x-big", BIG_HEADER),))),
+         message_contains="header list"),
 ]
 
-BY_NAME = {c.name: c for c in CASES}
-assert len(BY_NAME) == len(CASES), "duplicate case names"
+# Cases of the pool test (test_hostile_connection_is_closed_others_unaffected), not run on their own.
+POOL_CASES: list[Case] = [
+    Case("hostile_on_first_connection", OK,
+         (Headers(), Data(msg(M_A)), Sleep(0.6), Data(msg(M_B)), Sleep(0.6), Data(msg(M_C)), Trailers("0")),
+         streaming=True, messages=(M_A, M_B, M_C),
+         first_connection_script=(Headers(), Data(msg(M_A)), Sleep(0.3), Raw(RANDOM_GARBAGE),
+                                  WaitForClientClose()),
+         note="the first connection asking turns hostile mid-stream; calls on the others run on"),
+    Case("slow_stream", OK,
+         (Headers(), Data(msg(M_A)), Sleep(0.3), Data(msg(M_B)), Trailers("0")),
+         streaming=True, messages=(M_A, M_B), note="holds its stream open a while (the stream-limit test)"),
+]
+
+BY_NAME = {c.name: c for c in CASES + POOL_CASES}
+assert len(BY_NAME) == len(CASES) + len(POOL_CASES), "duplicate case names"

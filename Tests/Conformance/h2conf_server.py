@@ -8,8 +8,16 @@ It binds 127.0.0.1 and speaks h2c with prior knowledge, or TLS with ALPN h2
 when given --cert and --key. The first stdout line is
 `listening on 127.0.0.1:PORT`; after it comes one line per finished stream,
 `record {json}`, telling what the client sent (request headers, whether it
-ended its side, the RST_STREAM code it sent, PING ACKs). Diagnostics go to
-stderr. An unknown case name is answered Trailers-Only UNIMPLEMENTED.
+ended its side, the RST_STREAM code it sent, PING ACKs, whether it closed the
+connection), and one per closed connection, `record {"event": "connection", ...}`
+(the most streams the client had open on it at once, its GOAWAY, whether it
+closed the connection or broke HTTP/2). Diagnostics go to stderr. An unknown
+case name is answered Trailers-Only UNIMPLEMENTED.
+
+Options for the hostile-server and limit tests: --max-concurrent-streams N
+announces SETTINGS_MAX_CONCURRENT_STREAMS in the first SETTINGS; --preface
+garbage sends garbage instead of the server's SETTINGS on every connection;
+--alpn PROTOCOL (or `none`) offers that ALPN protocol instead of h2.
 
 Frames h2 refuses to send (GOAWAY while still serving, RST_STREAM on a stream
 it has closed, unknown error codes) are written as raw bytes after flushing
@@ -25,6 +33,7 @@ import os
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
@@ -37,6 +46,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.exceptions
+import h2.settings
 from hyperframe.frame import GoAwayFrame, RstStreamFrame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -78,20 +88,46 @@ class ScriptAborted(Exception):
     pass
 
 
+_first_connection_lock = threading.Lock()
+_first_connection_of_case: dict[str, int] = {}
+
+
+def first_connection_asking(case_name: str, conn_id: int) -> bool:
+    """Whether `conn_id` is the first connection to ask for `case_name` in this process."""
+    with _first_connection_lock:
+        return _first_connection_of_case.setdefault(case_name, conn_id) == conn_id
+
+
+def raw_frame(action: "cases.RawFrame", stream_id: int) -> bytes:
+    """The 9-byte frame header (length, type, flags, stream id) and payload of a RawFrame action."""
+    sid = stream_id if action.stream == "stream" else int(action.stream)
+    length = len(action.payload) if action.length is None else action.length
+    return struct.pack(">I", length)[1:] + struct.pack(">BBI", action.type, action.flags, sid) + action.payload
+
+
 class Connection:
-    def __init__(self, sock: socket.socket, conn_id: int, tls: bool, alpn: str | None):
+    def __init__(self, sock: socket.socket, conn_id: int, tls: bool, alpn: str | None,
+                 max_concurrent_streams: int | None = None):
         self.sock = sock
         self.conn_id = conn_id
         self.tls = tls
         self.alpn = alpn
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
         self.h2 = h2.connection.H2Connection(config=config)
+        if max_concurrent_streams is not None:
+            # In the first SETTINGS frame, and enforced from the start (h2 raises TooManyStreamsError).
+            self.h2.local_settings = h2.settings.Settings(
+                client=False,
+                initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: max_concurrent_streams})
         self.streams: dict[int, StreamState] = {}
         self.pending: deque[int] = deque()
         self.closed = False
         self.pings_sent = 0
         self.ping_acks = 0
         self.client_goaway: dict | None = None
+        self.client_eof = False            # the client closed the connection
+        self.client_protocol_error: str | None = None
+        self.peak_open_streams = 0
 
     # -- I/O ----------------------------------------------------------------
 
@@ -129,12 +165,14 @@ class Connection:
             return
         if not data:
             log("conn %d: client closed the connection" % self.conn_id)
+            self.client_eof = True
             self.closed = True
             return
         try:
             events = self.h2.receive_data(data)
         except h2.exceptions.ProtocolError as e:
             log("conn %d: client broke HTTP/2: %r" % (self.conn_id, e))
+            self.client_protocol_error = repr(e)
             self.flush()  # h2 queued a GOAWAY
             self.close()
             return
@@ -155,6 +193,7 @@ class Connection:
         if isinstance(event, h2.events.RequestReceived):
             self.streams[event.stream_id] = StreamState(event.stream_id, list(event.headers))
             self.pending.append(event.stream_id)
+            self.peak_open_streams = max(self.peak_open_streams, self.h2.open_inbound_streams)
         elif isinstance(event, h2.events.DataReceived):
             st = self.streams.get(event.stream_id)
             if st is not None:
@@ -188,6 +227,26 @@ class Connection:
             else:
                 self.pump(0.5)
         self.close()
+        self.emit_connection_record()
+
+    def run_garbage_preface(self) -> None:
+        """Garbage instead of the server's SETTINGS, then waits for the client to close."""
+        self.write(cases.RANDOM_GARBAGE)
+        self.wait_for_client_close(5.0)
+        self.close()
+        self.emit_connection_record(preface="garbage")
+
+    def wait_for_client_close(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self.closed and time.monotonic() < end:
+            self.pump(min(0.05, max(0.0, end - time.monotonic())))
+
+    def emit_connection_record(self, **extra) -> None:
+        emit_record({
+            "event": "connection", "conn": self.conn_id, "tls": self.tls, "alpn": self.alpn,
+            "peak_open_streams": self.peak_open_streams, "client_goaway": self.client_goaway,
+            "client_eof": self.client_eof, "client_protocol_error": self.client_protocol_error, **extra,
+        })
 
     def serve(self, st: StreamState) -> None:
         path = st.header(":path") or ""
@@ -201,6 +260,8 @@ class Connection:
         try:
             if case is None:
                 self.play(st, (cases.trailers_only("12", "unknown conformance case %s" % path),))
+            elif case.first_connection_script is not None and first_connection_asking(name, self.conn_id):
+                self.play(st, case.first_connection_script)
             else:
                 self.play(st, case.script)
             completed = True
@@ -218,6 +279,7 @@ class Connection:
             "request_body_len": len(st.body), "client_rst": st.reset,
             "pings_sent": self.pings_sent, "ping_acks": self.ping_acks,
             "script_completed": completed, "error": error,
+            "client_eof": self.client_eof, "client_goaway": self.client_goaway,
         })
 
     def check_alive(self, st: StreamState) -> None:
@@ -235,7 +297,7 @@ class Connection:
     def play(self, st: StreamState, script) -> None:
         sid = st.stream_id
         for action in script:
-            if not isinstance(action, (cases.Rst, cases.GoAway, cases.Close)):
+            if not isinstance(action, (cases.Rst, cases.GoAway, cases.Close, cases.WaitForClientClose)):
                 self.check_alive(st)
             if isinstance(action, cases.Headers):
                 fields = [(":status", str(action.status))]
@@ -285,6 +347,14 @@ class Connection:
                 self.flush()
                 self.close()
                 return
+            elif isinstance(action, cases.Raw):
+                self.write_raw(action.data)
+            elif isinstance(action, cases.RawFrame):
+                self.write_raw(raw_frame(action, sid))
+            elif isinstance(action, cases.WaitForClientClose):
+                self.flush()
+                self.wait_for_client_close(action.timeout)
+                return
             else:
                 raise TypeError("unknown action %r" % (action,))
             self.flush()
@@ -319,7 +389,8 @@ class Connection:
             self.flush()
 
 
-def handle(client: socket.socket, conn_id: int, tls_context: ssl.SSLContext | None) -> None:
+def handle(client: socket.socket, conn_id: int, tls_context: ssl.SSLContext | None,
+           options: argparse.Namespace) -> None:
     alpn = None
     try:
         if tls_context is not None:
@@ -333,9 +404,21 @@ def handle(client: socket.socket, conn_id: int, tls_context: ssl.SSLContext | No
             alpn = client.selected_alpn_protocol()
             if alpn != "h2":
                 log("conn %d: the client did not negotiate ALPN h2 (got %r); closing" % (conn_id, alpn))
+                # Whether the client sent anything (it should not: HTTP/2 was not agreed).
+                client.settimeout(2.0)
+                try:
+                    sent = client.recv(1 << 16)
+                except (OSError, ssl.SSLError):
+                    sent = b""
+                emit_record({"event": "connection", "conn": conn_id, "tls": True, "alpn": alpn,
+                             "client_sent_bytes": len(sent)})
                 client.close()
                 return
-        Connection(client, conn_id, tls_context is not None, alpn).run()
+        connection = Connection(client, conn_id, tls_context is not None, alpn, options.max_concurrent_streams)
+        if options.preface == "garbage":
+            connection.run_garbage_preface()
+        else:
+            connection.run()
     except Exception as e:  # keep serving other connections
         log("conn %d: crashed: %r" % (conn_id, e))
         try:
@@ -378,6 +461,12 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks one")
     parser.add_argument("--cert", help="PEM certificate chain: serve TLS with ALPN h2")
     parser.add_argument("--key", help="PEM private key (with --cert)")
+    parser.add_argument("--max-concurrent-streams", type=int,
+                        help="announce and enforce SETTINGS_MAX_CONCURRENT_STREAMS")
+    parser.add_argument("--preface", choices=["settings", "garbage"], default="settings",
+                        help="garbage: send random bytes instead of the server's SETTINGS")
+    parser.add_argument("--alpn", default="h2",
+                        help="the ALPN protocol offered with TLS (default h2; 'none' offers none)")
     args = parser.parse_args(argv)
     if bool(args.cert) != bool(args.key):
         parser.error("--cert and --key go together")
@@ -387,7 +476,8 @@ def main(argv=None) -> int:
         tls_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls_context.minimum_version = ssl.TLSVersion.TLSv1_2
         tls_context.load_cert_chain(args.cert, args.key)
-        tls_context.set_alpn_protocols(["h2"])
+        if args.alpn != "none":
+            tls_context.set_alpn_protocols([args.alpn])
 
     listener = socket.create_server(("127.0.0.1", args.port))
     listener.listen(64)
@@ -401,7 +491,7 @@ def main(argv=None) -> int:
         except KeyboardInterrupt:
             return 0
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=handle, args=(client, conn_id, tls_context), daemon=True).start()
+        threading.Thread(target=handle, args=(client, conn_id, tls_context, args), daemon=True).start()
     return 0
 
 

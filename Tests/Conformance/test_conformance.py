@@ -23,6 +23,11 @@ of strings; a `-bin` value may be shown as base64 (padded or not) or hex.
 The server reports what the client sent, so the suite also checks the request
 headers (rules 6 to 10, 13, 15 of grpc-conformance.md) and the RST_STREAM(CANCEL)
 a client owes on a deadline and on an oversized message (rules 28 and 37).
+
+The last tests run servers of their own: one that answers with garbage instead
+of its SETTINGS, TLS servers that do not agree on ALPN h2, one with a small
+SETTINGS_MAX_CONCURRENT_STREAMS, and one whose first connection turns hostile
+while calls on other connections of the same channel go on.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from h2conf_server import make_test_certs  # noqa: E402
 
 H2C_CASES = list(cases.CASES)
 TLS_CASES = list(cases.CASES)  # every case runs over TLS too
-WIRE_CASES = [c for c in cases.CASES if c.client_rst is not None or c.pings]
+WIRE_CASES = [c for c in cases.CASES if c.client_rst is not None or c.pings or c.client_closes]
 TIMEOUT_RE = re.compile(r"^[0-9]{1,8}[HMSmun]$")
 TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 
@@ -300,6 +305,8 @@ def check_case(case: cases.Case, result: CallResult) -> None:
         problems.append("exit status %r, expected %d" % (result.returncode, expected_exit))
     if case.message is not None and status.get("message") != case.message:
         problems.append("status message %r, expected %r" % (status.get("message"), case.message))
+    if case.message_contains is not None and case.message_contains.lower() not in (status.get("message") or "").lower():
+        problems.append("status message %r does not say %r" % (status.get("message"), case.message_contains))
     if case.messages is not None and messages != list(case.messages):
         problems.append("messages [%s], expected [%s]" % (
             ", ".join(map(short, messages)), ", ".join(map(short, case.messages))))
@@ -378,7 +385,8 @@ def test_request_headers(transport, tripwatch, h2conf_servers, h2conf_certs):
 @pytest.mark.parametrize("case", WIRE_CASES, ids=lambda c: c.name)
 def test_client_frames(case, transport, tripwatch, h2conf_servers, h2conf_certs):
     """The frames the client owes: RST_STREAM(CANCEL) on a deadline or an
-    oversized message (rules 28, 37), ACKs of the server's PINGs (rule 40)."""
+    oversized message (rules 28, 37), ACKs of the server's PINGs (rule 40), and
+    GOAWAY and a closed connection after a connection error the server caused."""
     result = call(tripwatch, h2conf_servers, h2conf_certs, transport, case)
     record = result.record
     assert record is not None, "the server saw no call:\n" + result.describe()
@@ -389,6 +397,160 @@ def test_client_frames(case, transport, tripwatch, h2conf_servers, h2conf_certs)
     if case.pings:
         assert record["ping_acks"] == record["pings_sent"], (
             "%d of %d PINGs ACKed\n%s" % (record["ping_acks"], record["pings_sent"], result.describe()))
+    if case.client_closes:
+        assert record["client_eof"], "the client left the broken connection open\n" + result.describe()
+        goaway = record["client_goaway"]
+        assert goaway is not None and goaway["code"] != cases.NO_ERROR, (
+            "the client closed without a GOAWAY naming the error (got %r)\n%s" % (goaway, result.describe()))
+
+
+# ---------------------------------------------------------------------------
+# Hostile servers and limits: servers of their own
+
+def run_client(tripwatch, server: ScriptedServer, path: str, extra: list[str], timeout: float = 30.0):
+    argv = [*tripwatch, "raw-call", "127.0.0.1:%d" % server.port, path, *extra]
+    start = time.monotonic()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=timeout)
+        code, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        code = "timeout"
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+    return CallResult(argv, code, out, err, time.monotonic() - start, None, server)
+
+
+def output_lines(result: CallResult) -> list[dict]:
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def connection_records(server: ScriptedServer, since: int = 0, count: int = 1, timeout: float = 10.0) -> list[dict]:
+    """The connection records after index `since`, waiting up to `timeout` for `count` of them."""
+    end = time.monotonic() + timeout
+    with server._cond:
+        while True:
+            found = [r for r in server.records[since:] if r.get("event") == "connection"]
+            left = end - time.monotonic()
+            if len(found) >= count or left <= 0:
+                return found
+            server._cond.wait(left)
+
+
+@pytest.fixture(scope="module")
+def own_servers(tmp_path_factory, h2conf_certs):
+    """Starts ScriptedServers on demand (name -> extra args); stops them all at the end."""
+    log_dir = tmp_path_factory.mktemp("h2conf-own-logs")
+    started: list[ScriptedServer] = []
+
+    def start(name: str, args: list[str]) -> ScriptedServer:
+        server = ScriptedServer(name, log_dir, args)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.mark.parametrize("transport", ["h2c", "tls"])
+def test_garbage_instead_of_server_settings(transport, tripwatch, own_servers, h2conf_certs):
+    """Random bytes where the server's SETTINGS belong: the call fails UNAVAILABLE saying
+    why, the client sends GOAWAY and closes the connection, and exits normally."""
+    ca, cert, key = h2conf_certs
+    args = ["--preface", "garbage"] + ([] if transport == "h2c" else ["--cert", str(cert), "--key", str(key)])
+    server = own_servers("garbage-preface-" + transport, args)
+    tls_args = ["--plaintext"] if transport == "h2c" else ["--ca-file", str(ca)]
+    result = run_client(tripwatch, server, cases.path_of("unary_ok"), tls_args + ["--timeout", "5"])
+    assert result.returncode == 1, "expected exit 1 (a failed call), not a crash or hang\n" + result.describe()
+    status = output_lines(result)[-1]["status"]
+    assert status["code"] == cases.UNAVAILABLE, result.describe()
+    assert "protocol error" in status["message"].lower(), result.describe()
+    records = connection_records(server)
+    assert records and records[0]["client_eof"], "the client did not close the connection\n" + result.describe()
+    assert records[0]["client_goaway"] is not None and records[0]["client_goaway"]["code"] != cases.NO_ERROR, (
+        "no GOAWAY with an error code from the client: %r\n%s" % (records[0], result.describe()))
+
+
+@pytest.mark.parametrize("alpn", ["none", "http/1.1"])
+def test_tls_without_alpn_h2_is_refused(alpn, tripwatch, own_servers, h2conf_certs):
+    """A TLS server that does not agree on ALPN h2 (none offered, or only http/1.1):
+    the handshake verifies, but the client refuses the connection before any HTTP/2."""
+    ca, cert, key = h2conf_certs
+    server = own_servers("alpn-" + alpn.replace("/", ""), ["--cert", str(cert), "--key", str(key), "--alpn", alpn])
+    since = server.mark()
+    result = run_client(tripwatch, server, cases.path_of("unary_ok"), ["--ca-file", str(ca), "--timeout", "5"])
+    assert result.returncode == 1, result.describe()
+    status = output_lines(result)[-1]["status"]
+    assert status["code"] == cases.UNAVAILABLE, result.describe()
+    assert "alpn" in status["message"].lower(), result.describe()
+    records = connection_records(server, since)
+    assert records, "the server saw no connection\n" + result.describe()
+    assert all(r.get("client_sent_bytes") == 0 for r in records), (
+        "the client sent HTTP/2 without ALPN h2: %r\n%s" % (records, result.describe()))
+    assert server.wait_record("unary_ok", since, 0.5) is None
+
+
+@pytest.mark.parametrize("transport", ["h2c", "tls"])
+def test_client_stays_within_max_concurrent_streams(transport, tripwatch, own_servers, h2conf_certs):
+    """A server allowing 2 streams per connection (h2 enforces it: one more is a
+    connection error): 8 calls in flight never put a third stream on a connection,
+    more connections are opened instead, and every call ends OK."""
+    ca, cert, key = h2conf_certs
+    args = ["--max-concurrent-streams", "2"] + ([] if transport == "h2c" else ["--cert", str(cert), "--key", str(key)])
+    server = own_servers("stream-limit-" + transport, args)
+    tls_args = ["--plaintext"] if transport == "h2c" else ["--ca-file", str(ca)]
+    result = run_client(tripwatch, server, cases.path_of("slow_stream"),
+                        tls_args + ["--timeout", "20", "--server-streaming", "--concurrency", "8", "--repeat", "16"],
+                        timeout=60)
+    assert result.returncode == 0, result.describe()
+    statuses = [line["status"]["code"] for line in output_lines(result) if "status" in line]
+    assert statuses == [cases.OK] * 16, result.describe()
+    # The client has closed its connections: the server writes a record for each.
+    end = time.monotonic() + 10
+    while time.monotonic() < end and sum(1 for r in server.records if r.get("case") == "slow_stream") < 16:
+        time.sleep(0.05)
+    conns = {r["conn"] for r in server.records if r.get("case") == "slow_stream"}
+    records = connection_records(server, count=len(conns))
+    assert conns and {r["conn"] for r in records} == conns, (conns, records)
+    assert all(r["client_protocol_error"] is None for r in records), records
+    assert max(r["peak_open_streams"] for r in records) == 2, records
+    assert len(records) >= 4, "8 calls at 2 streams per connection need 4 connections: %r" % records
+
+
+@pytest.mark.parametrize("transport", ["h2c", "tls"])
+def test_hostile_connection_is_closed_others_unaffected(transport, tripwatch, own_servers, h2conf_certs):
+    """Two calls on one channel, on two connections (the server allows one stream
+    each). The first connection turns hostile mid-stream (garbage): its call fails
+    UNAVAILABLE and the client closes that connection with a GOAWAY; the call on the
+    other connection, in flight meanwhile, gets all three messages and OK."""
+    ca, cert, key = h2conf_certs
+    args = ["--max-concurrent-streams", "1"] + ([] if transport == "h2c" else ["--cert", str(cert), "--key", str(key)])
+    server = own_servers("hostile-pool-" + transport, args)
+    tls_args = ["--plaintext"] if transport == "h2c" else ["--ca-file", str(ca)]
+    case = cases.BY_NAME["hostile_on_first_connection"]
+    result = run_client(tripwatch, server, case.path,
+                        tls_args + ["--timeout", "10", "--server-streaming", "--concurrency", "2", "--repeat", "2"])
+    assert result.returncode == 1, "one call fails, the process exits normally\n" + result.describe()
+    lines = output_lines(result)
+    finals = {line["call"]: line["status"] for line in lines if "status" in line}
+    assert sorted(finals) == [0, 1], result.describe()
+    failed = [call for call, status in finals.items() if status["code"] != cases.OK]
+    assert len(failed) == 1, result.describe()
+    hostile_call = failed[0]
+    healthy_call = 1 - hostile_call
+    assert finals[hostile_call]["code"] == cases.UNAVAILABLE, result.describe()
+    assert "protocol error" in finals[hostile_call]["message"].lower(), result.describe()
+    healthy_messages = [bytes.fromhex(line["message_hex"]) for line in lines
+                        if line.get("call") == healthy_call and "message_hex" in line]
+    assert healthy_messages == list(case.messages), result.describe()
+
+    hostile = server.wait_record(case.name, 0, 5.0)
+    assert hostile is not None and hostile["conn"] == 1, result.describe()
+    assert hostile["client_eof"], "the client left the hostile connection open\n" + result.describe()
+    assert hostile["client_goaway"] is not None and hostile["client_goaway"]["code"] != cases.NO_ERROR
+    healthy = [r for r in server.records if r.get("case") == case.name and r["conn"] != 1]
+    assert len(healthy) == 1 and healthy[0]["script_completed"], (
+        "the other connection's call did not run to its end: %r\n%s" % (healthy, result.describe()))
 
 
 # ---------------------------------------------------------------------------

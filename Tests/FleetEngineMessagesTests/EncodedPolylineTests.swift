@@ -117,8 +117,38 @@ struct EncodedPolylineTests {
       if let points = EncodedPolyline.decode(text) {
         accepted += 1
         #expect(points.count * 2 <= text.utf8.count)
+        #expect(points.count == EncodedPolyline.pointCount(text))
       }
+      // Whatever the input, the count bounds what decoding can give.
+      #expect((EncodedPolyline.decode(text)?.count ?? 0) <= EncodedPolyline.pointCount(text))
     }
     #expect(accepted > 0)
+  }
+
+  @Test("pointCount is exact for encoded polylines and counts without decoding")
+  func pointCountMatchesDecoding() {
+    var random = PolylineTestRandom(state: 11)
+    for count in [0, 1, 2, 17, 1_000] {
+      let points = (0..<count).map { _ in
+        LatLng(latitude: Double.random(in: -90...90, using: &random), longitude: Double.random(in: -180...180, using: &random))
+      }
+      let encoded = EncodedPolyline.encode(points)
+      #expect(EncodedPolyline.pointCount(encoded) == count)
+      #expect(EncodedPolyline.decode(encoded)?.count == count)
+    }
+    // A run of continuation groups holds no value at all: no point, whatever its length.
+    #expect(EncodedPolyline.pointCount(String(repeating: "~", count: 100_000)) == 0)
+    // A latitude without its longitude still counts (an upper bound for what is malformed).
+    #expect(EncodedPolyline.pointCount("?") == 1)
+  }
+
+  @Test("maxPoints bounds decoding: at the limit the points come back, one more gives nil")
+  func maxPointsBoundsDecoding() {
+    let encoded = EncodedPolyline.encode((0..<100).map { LatLng(latitude: Double($0) * 1e-3, longitude: 0) })
+    #expect(EncodedPolyline.decode(encoded, maxPoints: 100)?.count == 100)
+    #expect(EncodedPolyline.decode(encoded, maxPoints: 99) == nil)
+    #expect(EncodedPolyline.decode("", maxPoints: 0) == [])
+    // A long malformed input is refused without reserving room for what its length suggests.
+    #expect(EncodedPolyline.decode(String(repeating: "~", count: 1 << 20), maxPoints: 10) == nil)
   }
 }

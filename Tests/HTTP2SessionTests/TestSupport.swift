@@ -15,6 +15,7 @@ enum Event: Equatable, CustomStringConvertible {
   case goAway(lastStreamID: Int32, HTTP2ErrorCode, debugData: [UInt8])
   case settings(HTTP2RemoteSettings)
   case pingAck(UInt64)
+  case headerListRefused(size: Int, limit: Int, stream: Int32)
 
   var description: String {
     switch self {
@@ -25,6 +26,7 @@ enum Event: Equatable, CustomStringConvertible {
     case .goAway(let last, let code, let debug): "goAway(\(last), \(code), \(debug.count) bytes)"
     case .settings(let settings): "settings(\(settings))"
     case .pingAck(let value): "pingAck(\(value))"
+    case .headerListRefused(let size, let limit, let stream): "headerListRefused(\(stream), \(size) > \(limit))"
     }
   }
 }
@@ -77,12 +79,17 @@ final class Recorder: HTTP2SessionDelegate {
     events.append(.pingAck(opaqueData))
   }
 
+  func session(_ session: HTTP2Session, didRefuseHeaderListOfSize size: Int, limit: Int, streamID: Int32) {
+    events.append(.headerListRefused(size: size, limit: limit, stream: streamID))
+  }
+
   /// Events concerning `stream`, in order.
   func events(on stream: Int32) -> [Event] {
     events.filter {
       switch $0 {
       case .headers(_, _, let id, _), .data(_, let id): id == stream
       case .endOfStream(let id), .closed(let id, _): id == stream
+      case .headerListRefused(_, _, let id): id == stream
       default: false
       }
     }

@@ -3,6 +3,7 @@
 import Foundation
 import GRPCProtocol
 import HTTP2Transport
+import Logging
 import Testing
 
 @Suite("TLS", .timeLimit(.minutes(1)))
@@ -73,6 +74,56 @@ struct TLSTests {
       #expect(fixture.service.callsHandled == 0)
       #expect(await fixture.server.stats().callsStarted == 0)
     }
+  }
+
+  @Test("the default configuration is TLS verified against the system trust store, with no name override")
+  func defaultsAreSafe() {
+    #expect(GRPCChannelConfiguration().security == .tls(.default))
+    #expect(TLSConfiguration.default.trustRoots == .systemDefault)
+    #expect(TLSConfiguration.default.serverNameOverride == nil)
+    #expect(TLSConfiguration.default == TLSConfiguration())
+  }
+
+  @Test("a channel left at its defaults refuses a self-signed certificate for the right name; trusting it works")
+  func defaultConfigurationRefusesSelfSigned() async throws {
+    let certificates = try TestCertificates()
+    defer { certificates.remove() }
+    // The certificate names localhost and 127.0.0.1, so only the missing trust can fail the call.
+    try await Fixture.with(
+      server: GRPCServerConfiguration(tls: certificates.selfSignedServerTLS),
+      channel: GRPCChannelConfiguration()
+    ) { fixture in
+      let error = try #require(await unaryError(fixture.channel, path: Method.unary, request: [1]))
+      #expect(error.code == .unavailable)
+      #expect(error.message.contains("certificate verification failed"), "message: \(error.message)")
+      #expect(error.message.contains("self-signed"), "message: \(error.message)")
+      #expect(fixture.service.callsHandled == 0)
+      #expect(await fixture.server.stats().callsStarted == 0)
+    }
+    try await Fixture.with(
+      server: GRPCServerConfiguration(tls: certificates.selfSignedServerTLS),
+      channel: GRPCChannelConfiguration(security: .tls(TLSConfiguration(trustRoots: .caFile(certificates.selfSignedCertificateFile))))
+    ) { fixture in
+      let response = try await fixture.channel.unary(path: Method.unary, request: [2])
+      #expect(response.message == [2])
+    }
+  }
+
+  @Test("choosing plaintext logs a notice when the channel is made, naming the target; TLS logs none")
+  func plaintextIsLogged() throws {
+    let capture = LogCapture()
+    let plaintext = try GRPCChannel(
+      host: "127.0.0.1", port: 1, configuration: GRPCChannelConfiguration(security: .plaintext),
+      logger: capture.logger("plaintext"))
+    plaintext.close()
+    let notices = capture.all.filter { $0.label == "plaintext" && $0.level >= .notice }
+    #expect(notices.count == 1, "\(capture.all)")
+    #expect(notices.first?.message.contains("plaintext") == true, "\(notices)")
+    #expect(notices.first?.metadata.contains("target=127.0.0.1:1") == true, "\(notices)")
+
+    let tls = try GRPCChannel(host: "127.0.0.1", port: 1, configuration: GRPCChannelConfiguration(), logger: capture.logger("tls"))
+    tls.close()
+    #expect(capture.all.filter { $0.label == "tls" && $0.level >= .notice }.isEmpty, "\(capture.all)")
   }
 
   @Test("a CA file that does not exist is rejected when the channel is made")

@@ -8,6 +8,7 @@
 import Foundation
 import GRPCProtocol
 import HTTP2Transport
+import Logging
 import Synchronization
 import Testing
 
@@ -30,6 +31,9 @@ enum Method {
   static let big = "/test.Echo/Big"
   /// Sends one message, then stays open until ``EchoService/releaseHeld()``.
   static let held = "/test.Echo/Held"
+  /// Sends response headers with one field `x-big` whose value is as long as the request says
+  /// (a big-endian UInt32), then the request as the message, then OK.
+  static let bigHeaders = "/test.Echo/BigHeaders"
 }
 
 /// The request of `/test.Echo/Stream`: how many messages, how big, and when to finish.
@@ -157,6 +161,15 @@ final class EchoService: GRPCService {
         return
       }
       call.send([UInt8](repeating: 0xAB, count: readBigEndian(call.request, at: 0)))
+      call.finish(.ok)
+
+    case Method.bigHeaders:
+      guard call.request.count == 4 else {
+        call.finish(GRPCStatus(code: .invalidArgument, message: "bad size"))
+        return
+      }
+      call.sendHeaders(["x-big": .string(String(repeating: "h", count: readBigEndian(call.request, at: 0)))])
+      call.send(call.request)
       call.finish(.ok)
 
     case Method.held:
@@ -406,8 +419,9 @@ func sendRaw(_ payload: [UInt8], toPort port: Int) throws -> RawOutcome {
 
 // MARK: - Certificates
 
-/// A test CA, a server certificate it signed for `localhost` and `127.0.0.1`, and an
-/// unrelated second CA, made with the `openssl` command in a fresh temporary directory.
+/// A test CA, a server certificate it signed for `localhost` and `127.0.0.1`, an
+/// unrelated second CA, and a self-signed server certificate for the same names, made with
+/// the `openssl` command in a fresh temporary directory.
 struct TestCertificates {
   let directory: URL
   var caFile: String { directory.appendingPathComponent("ca.pem").path }
@@ -415,8 +429,16 @@ struct TestCertificates {
   var serverCertificateFile: String { directory.appendingPathComponent("server.pem").path }
   var serverKeyFile: String { directory.appendingPathComponent("server.key").path }
 
+  var selfSignedCertificateFile: String { directory.appendingPathComponent("self-signed.pem").path }
+  var selfSignedKeyFile: String { directory.appendingPathComponent("self-signed.key").path }
+
   var serverTLS: TLSServerConfiguration {
     TLSServerConfiguration(certificateChainFile: serverCertificateFile, privateKeyFile: serverKeyFile)
+  }
+
+  /// A server presenting the self-signed certificate (right names, nobody vouching for it).
+  var selfSignedServerTLS: TLSServerConfiguration {
+    TLSServerConfiguration(certificateChainFile: selfSignedCertificateFile, privateKeyFile: selfSignedKeyFile)
   }
 
   /// Generates the files; remove them with ``remove()``.
@@ -442,6 +464,11 @@ struct TestCertificates {
       "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "2", "-days", "2",
       "-out", "server.pem", "-extfile", "server.ext",
     ])
+    try run(
+      ["req", "-x509"] + ec + [
+        "-keyout", "self-signed.key", "-out", "self-signed.pem", "-days", "2", "-subj", "/CN=localhost",
+        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-addext", "extendedKeyUsage=serverAuth",
+      ])
   }
 
   func remove() {
@@ -460,6 +487,52 @@ struct TestCertificates {
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
     try #require(process.terminationStatus == 0, "openssl \(arguments.joined(separator: " ")): \(text)")
+  }
+}
+
+// MARK: - Logs
+
+/// Keeps every record logged through its loggers, for tests that check what is (and is not) logged.
+final class LogCapture: Sendable {
+  /// One log record: level, message, and the metadata rendered as `key=value` pairs.
+  struct Record: Sendable, CustomStringConvertible {
+    var label: String
+    var level: Logger.Level
+    var message: String
+    var metadata: String
+    var description: String { "\(level) \(label): \(message) \(metadata)" }
+  }
+
+  private let records = Mutex<[Record]>([])
+
+  /// A logger at trace level that records here.
+  func logger(_ label: String) -> Logger {
+    var logger = Logger(label: label) { label in Handler(label: label, capture: self) }
+    logger.logLevel = .trace
+    return logger
+  }
+
+  /// Everything logged so far, in order.
+  var all: [Record] { records.withLock { $0 } }
+
+  fileprivate func append(_ record: Record) { records.withLock { $0.append(record) } }
+
+  private struct Handler: LogHandler {
+    let label: String
+    let capture: LogCapture
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+      get { metadata[key] }
+      set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+      let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+      let rendered = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+      capture.append(Record(label: label, level: event.level, message: "\(event.message)", metadata: rendered))
+    }
   }
 }
 

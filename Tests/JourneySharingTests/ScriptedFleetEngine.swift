@@ -1,0 +1,192 @@
+// Tests/JourneySharingTests/ScriptedFleetEngine.swift - a server answering GetTrip from a script, and a log capture
+//
+// A real GRPCServer on 127.0.0.1 (no mock of the network) whose answers the test writes: for the n-th call
+// of each GetTrip method, the response headers, the messages (encoded trips, or garbage bytes) and how the
+// call ends (or that it stays open). It records the calls and the cancellations it sees.
+
+import FleetEngineMessages
+import Foundation
+import GRPCProtocol
+import HTTP2Transport
+import JourneySharing
+import Logging
+import ProtoWire
+import Synchronization
+import Testing
+
+/// What the server answers one call with.
+struct ScriptedReply: Sendable {
+  /// Response headers (custom metadata), sent first.
+  var headers: GRPCMetadata = [:]
+  /// The response messages, as raw bytes.
+  var messages: [[UInt8]]
+  /// The status the call finishes with; `nil` keeps it open until the client cancels it.
+  var status: GRPCStatus? = .ok
+
+  /// One Trip (unary GetTrip), OK.
+  static func trip(_ trip: Trip) -> ScriptedReply { ScriptedReply(messages: [trip.serializedBytes()]) }
+
+  /// The whole trip as the first update of a stream, then `updates`; the stream stays open.
+  static func stream(_ trip: Trip, then updates: [TripUpdate] = []) -> ScriptedReply {
+    var first = TripUpdate()
+    first.trip = trip
+    first.fullTrip = true
+    first.sequence = 1
+    return ScriptedReply(messages: ([first] + updates).map { $0.serializedBytes() }, status: nil)
+  }
+
+  /// Bytes that do not decode as a Trip or a TripUpdate: field 1 announcing 5 bytes, then 1.
+  static let malformed: [UInt8] = [0x0A, 0x05, 0x01]
+}
+
+/// Answers `/maps.fleetengine.v1.TripService/GetTrip` and `/journeysharing.v1.TripStreamService/GetTrip`
+/// with `script(path, n)` for the n-th call (from 1) to that path.
+final class ScriptedFleetEngine: GRPCService, Sendable {
+  private struct State {
+    var calls: [String: Int] = [:]
+    var cancellations = 0
+    var authorizations: [String] = []
+  }
+
+  private let script: @Sendable (String, Int) -> ScriptedReply
+  private let state = Mutex(State())
+
+  init(_ script: @escaping @Sendable (_ path: String, _ number: Int) -> ScriptedReply) { self.script = script }
+
+  func handle(_ call: GRPCServerCall) {
+    let number = state.withLock { state -> Int in
+      state.calls[call.path, default: 0] += 1
+      if let authorization = call.requestMetadata.first("authorization") { state.authorizations.append(authorization) }
+      return state.calls[call.path]!
+    }
+    call.onCancel { self.state.withLock { $0.cancellations += 1 } }
+    let reply = script(call.path, number)
+    call.sendHeaders(reply.headers)
+    for message in reply.messages { call.send(message) }
+    if let status = reply.status { call.finish(status) }
+  }
+
+  /// Calls started on `path` so far.
+  func calls(_ path: String) -> Int { state.withLock { $0.calls[path] ?? 0 } }
+
+  /// Calls the client cancelled (or whose connection dropped) while they were open.
+  var cancellations: Int { state.withLock { $0.cancellations } }
+
+  /// A started server for `script`, and services following trips on it (plaintext, quick backoff).
+  static func with<R>(
+    script: @escaping @Sendable (_ path: String, _ number: Int) -> ScriptedReply,
+    client: (Int) -> JourneySharingConfiguration,
+    _ body: (ScriptedFleetEngine, JourneySharingServices) async throws -> R
+  ) async throws -> R {
+    let engine = ScriptedFleetEngine(script)
+    let server = try GRPCServer(configuration: GRPCServerConfiguration(), service: engine, logger: quietLogger("scripted"))
+    let services: JourneySharingServices
+    do {
+      services = try JourneySharingServices(configuration: client(try server.start()))
+    } catch {
+      await server.shutdown(graceful: false)
+      throw error
+    }
+    do {
+      let result = try await body(engine, services)
+      await server.shutdown(graceful: false)
+      await services.shutdown()
+      return result
+    } catch {
+      await server.shutdown(graceful: false)
+      await services.shutdown()
+      throw error
+    }
+  }
+}
+
+/// A scripted-server client configuration (plaintext, quick retries) in `mode`.
+func scriptedClient(
+  port: Int, mode: JourneySharingConfiguration.FetchMode, logger: Logger = quietLogger("journeysharing.scripted")
+) -> JourneySharingConfiguration {
+  var configuration = followClientConfiguration(port: port, mode: mode, pollInterval: .milliseconds(50))
+  configuration.logger = logger
+  return configuration
+}
+
+// MARK: - Trips
+
+/// The trip name of the scripted tests.
+let scriptedTripName = "providers/\(followProvider)/trips/scripted-1"
+
+/// `count` points on a line north-east from a point near the city centre.
+func linePoints(_ count: Int, start: Double = 0) -> [LatLng] {
+  (0..<count).map { LatLng(latitude: 52.5 + (start + Double($0)) * 1e-5, longitude: 13.4 + (start + Double($0)) * 1e-5) }
+}
+
+/// A small, valid trip under way: a 10-point route, the vehicle on its first point, one pickup ahead.
+/// `step` moves the vehicle (and tells trips apart).
+func scriptedTrip(step: Int = 0) -> Trip {
+  var trip = Trip()
+  trip.name = scriptedTripName
+  trip.vehicleId = "vehicle-1"
+  trip.tripStatus = .enrouteToPickup
+  trip.route = linePoints(10, start: Double(step))
+  var location = VehicleLocation()
+  location.location = trip.route.first
+  trip.lastLocation = location
+  var pickup = TerminalLocation()
+  pickup.point = trip.route.last
+  trip.pickupPoint = pickup
+  var waypoint = TripWaypoint()
+  waypoint.tripId = "scripted-1"
+  waypoint.waypointType = .pickupWaypointType
+  waypoint.location = pickup
+  waypoint.pathToWaypoint = trip.route
+  trip.remainingWaypoints = [waypoint]
+  return trip
+}
+
+/// The trip a model holds after receiving `trip`.
+func heldTrip(_ trip: Trip) -> Trip { TripSnapshot(trip: trip, tripID: "scripted-1").trip }
+
+// MARK: - Logs
+
+/// Keeps every record logged through its loggers (at trace level), for tests of what is logged.
+final class LogCapture: Sendable {
+  /// One record: label, level, message and metadata rendered as `key=value` pairs.
+  struct Record: Sendable, CustomStringConvertible {
+    var label: String
+    var level: Logger.Level
+    var message: String
+    var metadata: String
+    var description: String { "\(level) \(label): \(message) \(metadata)" }
+  }
+
+  private let records = Mutex<[Record]>([])
+
+  /// A logger at trace level that records here.
+  func logger(_ label: String) -> Logger {
+    var logger = Logger(label: label) { label in Handler(label: label, capture: self) }
+    logger.logLevel = .trace
+    return logger
+  }
+
+  /// Everything logged so far, in order.
+  var all: [Record] { records.withLock { $0 } }
+
+  fileprivate func append(_ record: Record) { records.withLock { $0.append(record) } }
+
+  private struct Handler: LogHandler {
+    let label: String
+    let capture: LogCapture
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+      get { metadata[key] }
+      set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+      let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+      let rendered = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+      capture.append(Record(label: label, level: event.level, message: "\(event.message)", metadata: rendered))
+    }
+  }
+}
