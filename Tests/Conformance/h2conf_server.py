@@ -125,7 +125,7 @@ class Connection:
         self.pings_sent = 0
         self.ping_acks = 0
         self.client_goaway: dict | None = None
-        self.client_eof = False            # the client closed the connection
+        self.client_eof = False            # the client closed the connection (FIN, or RST with bytes unread)
         self.client_protocol_error: str | None = None
         self.peak_open_streams = 0
 
@@ -158,6 +158,13 @@ class Connection:
             self.sock.settimeout(timeout)
             data = self.sock.recv(1 << 16)
         except (socket.timeout, ssl.SSLWantReadError):
+            return
+        except ConnectionResetError as e:
+            # A client that closes its socket with some of our bytes still unread (garbage it stopped
+            # reading at) makes its kernel answer with RST instead of FIN: closed all the same.
+            log("conn %d: client closed the connection (reset: %s)" % (self.conn_id, e))
+            self.client_eof = True
+            self.closed = True
             return
         except OSError as e:
             log("conn %d: read failed: %s" % (self.conn_id, e))
@@ -256,11 +263,12 @@ class Connection:
         while not (st.ended or st.reset is not None or self.closed) and time.monotonic() < deadline:
             self.pump(0.05)
         log("conn %d stream %d: %s (request ended: %s)" % (self.conn_id, st.stream_id, path, st.ended))
-        completed, error = False, None
+        completed, error, played_first = False, None, False
         try:
             if case is None:
                 self.play(st, (cases.trailers_only("12", "unknown conformance case %s" % path),))
             elif case.first_connection_script is not None and first_connection_asking(name, self.conn_id):
+                played_first = True
                 self.play(st, case.first_connection_script)
             else:
                 self.play(st, case.script)
@@ -278,7 +286,7 @@ class Connection:
             "request_ended": st.ended, "request_body_hex": bytes(st.body[:4096]).hex(),
             "request_body_len": len(st.body), "client_rst": st.reset,
             "pings_sent": self.pings_sent, "ping_acks": self.ping_acks,
-            "script_completed": completed, "error": error,
+            "script_completed": completed, "error": error, "first_connection_script": played_first,
             "client_eof": self.client_eof, "client_goaway": self.client_goaway,
         })
 
