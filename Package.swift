@@ -107,7 +107,16 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "HTTP2TransportTests",
-    dependencies: ["HTTP2Transport", "HTTP2Session", "GRPCProtocol", .product(name: "Logging", package: "swift-log")],
+    dependencies: [
+      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "TestLogging", .product(name: "Logging", package: "swift-log"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+  // Test code shared by test targets (a log handler that keeps records); not a product.
+  .target(
+    name: "TestLogging",
+    dependencies: [.product(name: "Logging", package: "swift-log")],
+    path: "Tests/TestLogging",
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -140,16 +149,7 @@ let targets: [Target] = [
     name: "JourneySharingTests",
     dependencies: [
       "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport", "JSONWebToken",
-      "ProtoWire", .product(name: "Logging", package: "swift-log"),
-    ],
-    swiftSettings: defaultSwiftSettings
-  ),
-
-  .testTarget(
-    name: "ChaosTests",
-    dependencies: [
-      "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Transport",
-      .product(name: "Logging", package: "swift-log"),
+      "ProtoWire", "TestLogging", .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
   ),

@@ -4,6 +4,7 @@ import Foundation
 import GRPCProtocol
 import HTTP2Transport
 import Logging
+import TestLogging
 import Testing
 
 @Suite("TLS", .timeLimit(.minutes(1)))

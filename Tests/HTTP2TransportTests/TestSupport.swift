@@ -490,52 +490,6 @@ struct TestCertificates {
   }
 }
 
-// MARK: - Logs
-
-/// Keeps every record logged through its loggers, for tests that check what is (and is not) logged.
-final class LogCapture: Sendable {
-  /// One log record: level, message, and the metadata rendered as `key=value` pairs.
-  struct Record: Sendable, CustomStringConvertible {
-    var label: String
-    var level: Logger.Level
-    var message: String
-    var metadata: String
-    var description: String { "\(level) \(label): \(message) \(metadata)" }
-  }
-
-  private let records = Mutex<[Record]>([])
-
-  /// A logger at trace level that records here.
-  func logger(_ label: String) -> Logger {
-    var logger = Logger(label: label) { label in Handler(label: label, capture: self) }
-    logger.logLevel = .trace
-    return logger
-  }
-
-  /// Everything logged so far, in order.
-  var all: [Record] { records.withLock { $0 } }
-
-  fileprivate func append(_ record: Record) { records.withLock { $0.append(record) } }
-
-  private struct Handler: LogHandler {
-    let label: String
-    let capture: LogCapture
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-      get { metadata[key] }
-      set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-      let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-      let rendered = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-      capture.append(Record(label: label, level: event.level, message: "\(event.message)", metadata: rendered))
-    }
-  }
-}
-
 // MARK: - Random numbers
 
 /// SplitMix64: a small seeded generator, so jitter tests are reproducible.

@@ -1,4 +1,4 @@
-// Tests/JourneySharingTests/ScriptedFleetEngine.swift - a server answering GetTrip from a script, and a log capture
+// Tests/JourneySharingTests/ScriptedFleetEngine.swift - a server answering GetTrip from a script
 //
 // A real GRPCServer on 127.0.0.1 (no mock of the network) whose answers the test writes: for the n-th call
 // of each GetTrip method, the response headers, the messages (encoded trips, or garbage bytes) and how the
@@ -144,49 +144,3 @@ func scriptedTrip(step: Int = 0) -> Trip {
 
 /// The trip a model holds after receiving `trip`.
 func heldTrip(_ trip: Trip) -> Trip { TripSnapshot(trip: trip, tripID: "scripted-1").trip }
-
-// MARK: - Logs
-
-/// Keeps every record logged through its loggers (at trace level), for tests of what is logged.
-final class LogCapture: Sendable {
-  /// One record: label, level, message and metadata rendered as `key=value` pairs.
-  struct Record: Sendable, CustomStringConvertible {
-    var label: String
-    var level: Logger.Level
-    var message: String
-    var metadata: String
-    var description: String { "\(level) \(label): \(message) \(metadata)" }
-  }
-
-  private let records = Mutex<[Record]>([])
-
-  /// A logger at trace level that records here.
-  func logger(_ label: String) -> Logger {
-    var logger = Logger(label: label) { label in Handler(label: label, capture: self) }
-    logger.logLevel = .trace
-    return logger
-  }
-
-  /// Everything logged so far, in order.
-  var all: [Record] { records.withLock { $0 } }
-
-  fileprivate func append(_ record: Record) { records.withLock { $0.append(record) } }
-
-  private struct Handler: LogHandler {
-    let label: String
-    let capture: LogCapture
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-      get { metadata[key] }
-      set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-      let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-      let rendered = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-      capture.append(Record(label: label, level: event.level, message: "\(event.message)", metadata: rendered))
-    }
-  }
-}

@@ -13,6 +13,7 @@ import HTTP2Transport
 import JSONWebToken
 import JourneySharing
 import Logging
+import TestLogging
 import Testing
 
 /// Keeps every rendering of every error it is given.

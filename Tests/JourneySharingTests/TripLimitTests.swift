@@ -11,6 +11,7 @@ import HTTP2Session
 import HTTP2Transport
 import JourneySharing
 import Logging
+import TestLogging
 import Testing
 
 /// A way for a trip to go over the default limits (20,000 route points; 100 entries per list of stops).

@@ -1,6 +1,6 @@
-// Tests/ChaosTests/ChaosTests.swift - following trips while the server dies, misbehaves and heals
+// Tests/JourneySharingTests/ChaosTests.swift - following trips while the server dies, misbehaves and heals
 //
-// `make chaos` (part of `make test`) runs this target on its own. Each test prints its figures as
+// `make chaos` (part of `make test`) runs this suite on its own (the other passes skip it). Each test prints its figures as
 // `chaos: …` lines. The bounds these tests state:
 //
 // - every trip's final state reaches its subscriber exactly once, and it is the simulator's final state;
@@ -39,12 +39,6 @@ let chaosBackoff = ConnectionBackoff(
 let rssBound = 48 << 20
 let rssTrimmedBound = 24 << 20
 
-func quietLogger(_ label: String) -> Logger {
-  var logger = Logger(label: label)
-  logger.logLevel = .critical
-  return logger
-}
-
 func chaosClientConfiguration(port: Int, provider: String) -> JourneySharingConfiguration {
   var configuration = JourneySharingConfiguration(
     host: "127.0.0.1", port: port, security: .plaintext, providerID: provider, fetchMode: .stream,
@@ -70,7 +64,7 @@ struct ChaosTests {
     let runSeconds = 36.0
     let speedup = longest / runSeconds
     let lead = 3.0
-    let startTime = chaosWallClock() + lead
+    let startTime = followWallClock() + lead
     let simulator = TripSimulator(
       configuration: SimulationConfiguration(
         provider: provider, tripCount: tripCount, seed: seed, startTime: startTime, speedup: speedup))
@@ -128,17 +122,17 @@ struct ChaosTests {
     var incarnations: [[String: Int]] = []
     var windows: [(down: Double, attempts: Int, allowed: Int, recovery: Double?)] = []
     for killAt in [8.0, 16.0, 24.0] {
-      try await Task.sleep(for: .seconds(max(0, startTime - lead + killAt - chaosWallClock())))
+      try await Task.sleep(for: .seconds(max(0, startTime - lead + killAt - followWallClock())))
       incarnations.append(server.lastStats)
       server.kill()
-      let killed = chaosWallClock()
+      let killed = followWallClock()
       let before = await services.connectionStats()
       try await Task.sleep(for: .milliseconds(1_500))
       let after = await services.connectionStats()
-      let down = chaosWallClock() - killed
+      let down = followWallClock() - killed
       server = try FleetSimProcess(executable: executable, arguments: arguments, port: port)
       #expect(try await server.waitUntilListening() == port)
-      let restarted = chaosWallClock()
+      let restarted = followWallClock()
       let attempts = after.connectAttempts - before.connectAttempts
       // +1: an attempt already scheduled when the kill was noticed.
       let allowed = maxAttempts(within: down, backoff: chaosBackoff) + 1
@@ -154,7 +148,7 @@ struct ChaosTests {
         underWay.allSatisfy { ledger.trip($0).lastUpdateWallTime > restarted }
       }
       #expect(recovered, "trips without an update since the restart")
-      windows.append((down, attempts, allowed, recovered ? chaosWallClock() - restarted : nil))
+      windows.append((down, attempts, allowed, recovered ? followWallClock() - restarted : nil))
     }
 
     // Every trip ends; its final state arrives once.
@@ -233,27 +227,16 @@ struct ChaosTests {
 }
 
 /// A FleetSim in this process on 127.0.0.1 with `tripCount` trips under way for minutes (in real time,
-/// begun 30 s ago), sending every 100 ms; `body` gets it and services following on it.
-func withFleetSim<R>(
-  tripCount: Int, provider: String, _ body: (FleetSim, JourneySharingServices) async throws -> R
+/// begun 30 s ago), sending every 100 ms, and services following on it with the chaos backoff.
+func withRealTimeFleetSim<R>(
+  tripCount: Int, provider: String, _ body: (FollowFixture) async throws -> R
 ) async throws -> R {
-  let simulation = SimulationConfiguration(
-    provider: provider, tripCount: tripCount, seed: 5, startTime: chaosWallClock() - 30, speedup: 1)
-  let sim = try FleetSim(
-    configuration: FleetSimConfiguration(simulation: simulation, updateInterval: .milliseconds(100)),
-    logger: quietLogger("fleetsim.chaos"))
-  let port = try sim.start()
-  let services = try JourneySharingServices(configuration: chaosClientConfiguration(port: port, provider: provider))
-  do {
-    let result = try await body(sim, services)
-    await sim.shutdown()
-    await services.shutdown()
-    return result
-  } catch {
-    await sim.shutdown()
-    await services.shutdown()
-    throw error
-  }
+  try await FollowFixture.with(
+    FleetSimConfiguration(
+      simulation: SimulationConfiguration(
+        provider: provider, tripCount: tripCount, seed: 5, startTime: followWallClock() - 30, speedup: 1),
+      updateInterval: .milliseconds(100)),
+    client: { chaosClientConfiguration(port: $0, provider: provider) }, body)
 }
 
 func percentile(_ values: [Double], _ fraction: Double) -> Double {
@@ -266,7 +249,8 @@ extension ChaosTests {
   @Test("Two subscribers blocking 3 s per callback delay no other trip by more than 1 s, and get no backlog")
   func blockedSubscribersDelayNoOne() async throws {
     let tripCount = 300
-    try await withFleetSim(tripCount: tripCount, provider: "blocked") { sim, services in
+    try await withRealTimeFleetSim(tripCount: tripCount, provider: "blocked") { fixture in
+      let (sim, services) = (fixture.sim, fixture.services)
       // Two of the four delivery threads end up inside the blockers' callbacks.
       let blockers = [BlockingSubscriber(blockFor: .seconds(3)), BlockingSubscriber(blockFor: .seconds(3))]
       let ledger = TripLedger(tripCount: tripCount)
@@ -314,7 +298,8 @@ extension ChaosTests {
   @Test("Each client-error class is reported, retried with backoff, and updates resume when the server heals")
   func clientErrorClassesRecover() async throws {
     let codes: [GRPCStatusCode] = [.invalidArgument, .notFound, .permissionDenied, .resourceExhausted, .unauthenticated]
-    try await withFleetSim(tripCount: 80, provider: "healing") { sim, services in
+    try await withRealTimeFleetSim(tripCount: 80, provider: "healing") { fixture in
+      let (sim, services) = (fixture.sim, fixture.services)
       // 40 trips that are still under way when this test ends (the simulation runs in real time, 30 s in).
       let indices = (0..<80).filter { sim.simulator.plan(index: $0).finishTime > 400 }.prefix(40)
       let tripCount = indices.count
@@ -329,12 +314,12 @@ extension ChaosTests {
         // Every call fails with `code` from now on; the open streams are cut so that following has to call again.
         sim.setFaults(FaultInjection(failureRate: 1, failureCode: code))
         let callsBefore = await sim.stats().streamsStarted
-        let failingSince = chaosWallClock()
+        let failingSince = followWallClock()
         sim.dropConnections()
         let failingFor = 2.0
         try await Task.sleep(for: .seconds(failingFor))
         let calls = await sim.stats().streamsStarted - callsBefore
-        let failedFor = chaosWallClock() - failingSince
+        let failedFor = followWallClock() - failingSince
         let reported = indices.filter { (ledger.trip($0).errorsByCode[code.rawValue] ?? 0) > errorsBefore[$0] }
         #expect(reported.count == tripCount, "\(code.name): \(tripCount - reported.count) trips saw no such error")
         for model in models { #expect(await model.modelState() == .active, "\(code.name): following stopped") }
@@ -344,11 +329,11 @@ extension ChaosTests {
         #expect(calls <= allowed, "\(code.name): \(calls) calls in \(failedFor) s; backoff allows \(allowed)")
 
         sim.setFaults(FaultInjection())
-        let healed = chaosWallClock()
+        let healed = followWallClock()
         let resumed = await waitUntil(timeout: .seconds(20)) {
           indices.allSatisfy { ledger.trip($0).lastUpdateWallTime > healed }
         }
-        let resumedAfter = chaosWallClock() - healed
+        let resumedAfter = followWallClock() - healed
         #expect(resumed, "\(code.name): updates did not resume on every trip after the server healed")
         lines.append(
           "chaos: \(code.name): \(reported.count) of \(tripCount) trips saw it, \(calls) calls in "

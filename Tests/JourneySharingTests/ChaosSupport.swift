@@ -1,4 +1,4 @@
-// Tests/ChaosTests/ChaosSupport.swift - a FleetSim process to kill, resident memory, waiting, recording
+// Tests/JourneySharingTests/ChaosSupport.swift - a FleetSim process to kill, resident memory, waiting, recording
 //
 // The chaos suite runs FleetSim as a process of its own (the `fleetsim` executable next to the test
 // binary, or $FLEETSIM), so that "the server is killed" means SIGKILL and a restart on the same port,
@@ -14,14 +14,7 @@ import Testing
   import Glibc
 #endif
 
-// MARK: - Clocks and memory
-
-/// The wall clock in Unix seconds.
-func chaosWallClock() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_REALTIME, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
+// MARK: - Memory
 
 /// This process's resident set size in bytes, from /proc/self/statm.
 func residentBytes() -> Int {
@@ -42,17 +35,6 @@ func mebibytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes
 
 func seconds(_ duration: Duration) -> Double {
   Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
-
-/// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
-func waitUntil(timeout: Duration, _ condition: () async -> Bool) async -> Bool {
-  let clock = ContinuousClock()
-  let end = clock.now.advanced(by: timeout)
-  while true {
-    if await condition() { return true }
-    if clock.now >= end { return false }
-    try? await Task.sleep(for: .milliseconds(20))
-  }
 }
 
 // MARK: - Backoff bounds

@@ -1,4 +1,4 @@
-// Tests/ChaosTests/ChaosRecorders.swift - subscribers that count what the chaos suite checks
+// Tests/JourneySharingTests/ChaosRecorders.swift - subscribers that count what the chaos suite checks
 
 import FleetEngineMessages
 import Foundation
@@ -11,8 +11,6 @@ import Synchronization
 func tripIndex(_ model: TripModel) -> Int {
   Int(model.parsedName?.tripID.split(separator: "-").last ?? "") ?? -1
 }
-
-func isFinal(_ status: TripStatus) -> Bool { status == .complete || status == .canceled }
 
 /// What one subscriber saw of every trip, by index: updates, final statuses, errors by code, and when the
 /// latest update arrived and how old it was (server send time to callback).
@@ -39,7 +37,7 @@ final class TripLedger: TripModelSubscriber {
   func tripModel(
     _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
   ) {
-    let now = chaosWallClock()
+    let now = followWallClock()
     let index = tripIndex(tripModel)
     let sequence = snapshot.updateSequence
     trips.withLock { trips in
