@@ -1,7 +1,7 @@
 // Sources/JourneySharing/TripModelSubscriber.swift - the callbacks a subscriber receives
 
 public import FleetEngineMessages
-public import GRPCProtocol
+import GRPCProtocol
 
 /// Receives a trip model's updates: the Swift counterpart of the Consumer SDK's
 /// `GMTCTripModelSubscriber`. Every method has a default that does nothing, so a
