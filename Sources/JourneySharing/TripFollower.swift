@@ -53,8 +53,6 @@ final class TripFollower: @unchecked Sendable {
   private var call: GRPCCallHandle?
   /// The sink of the stream `call` carries, if it is a stream.
   private var streamSink: StreamSink?
-  /// Whether the current stream has delivered a message.
-  private var streamDelivered = false
   private var fetchInFlight = false
   private var timer: EventLoop.TimerID?
   private var state: TripState
@@ -248,7 +246,6 @@ final class TripFollower: @unchecked Sendable {
     request.routeFormatType = configuration.routeFormat
     let sink = StreamSink(follower: self, generation: generation)
     streamSink = sink
-    streamDelivered = false
     call = services.channel.startCall(
       path: TripServiceMethods.streamingGetTrip, request: request.serializedBytes(), kind: .serverStreaming,
       options: callOptions(token: token, timeout: nil), handler: sink)
@@ -272,7 +269,6 @@ final class TripFollower: @unchecked Sendable {
       return
     }
     failures = 0
-    streamDelivered = true
     // Events still waiting in mailboxes hold the current snapshot: take them back so the update can go
     // into its storage in place (their change bits go out with the next offer).
     var reclaimed = false
@@ -295,13 +291,14 @@ final class TripFollower: @unchecked Sendable {
     call = nil
   }
 
-  fileprivate func streamFinished(_ status: GRPCStatus, trailers: GRPCMetadata, generation: Int) {
+  /// The stream ended; `delivered` says whether it carried any message.
+  fileprivate func streamFinished(_ status: GRPCStatus, trailers: GRPCMetadata, delivered: Bool, generation: Int) {
     guard generation == self.generation, following else { return }
     call = nil
     streamSink = nil
     if finished { return }
     if status.code == .ok {
-      if streamDelivered {
+      if delivered {
         // The server ended the stream before the trip ended (GOAWAY, restart): follow again at once.
         schedule(after: .zero) { self.attempt() }
       } else {
@@ -468,13 +465,15 @@ final class TripFollower: @unchecked Sendable {
 }
 
 /// Receives one stream's callbacks on the event loop and forwards them with its generation, until
-/// the follower abandons the stream. `@unchecked Sendable`: `abandoned` is only touched on the event
-/// loop, which runs every callback of the call and every follower method that sets it.
+/// the follower abandons the stream. `@unchecked Sendable`: `abandoned` and `delivered` are only touched
+/// on the event loop, which runs every callback of the call and every follower method that sets them.
 private final class StreamSink: GRPCCallHandler, @unchecked Sendable {
   let follower: TripFollower
   let generation: Int
   /// Set (on the loop) when the follower refused this stream's input and cancelled it.
   var abandoned = false
+  /// Whether a message arrived on this stream.
+  private var delivered = false
 
   init(follower: TripFollower, generation: Int) {
     self.follower = follower
@@ -483,12 +482,13 @@ private final class StreamSink: GRPCCallHandler, @unchecked Sendable {
 
   func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
     guard !abandoned else { return }
+    delivered = true
     follower.streamMessage(message, generation: generation)
   }
 
   func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
     guard !abandoned else { return }
-    follower.streamFinished(status, trailers: trailers, generation: generation)
+    follower.streamFinished(status, trailers: trailers, delivered: delivered, generation: generation)
   }
 }
 
