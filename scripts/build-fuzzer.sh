@@ -23,6 +23,7 @@ OUT=.build-fuzz
 # The part of JourneySharing the trip-merge fuzzer needs: merge, derive, diff; no I/O.
 JOURNEYSHARING_MERGE=(
   Sources/JourneySharing/TripState.swift
+  Sources/JourneySharing/TripLimits.swift
   Sources/JourneySharing/TripSnapshot.swift
   Sources/JourneySharing/TripPropertyFields.swift
 )

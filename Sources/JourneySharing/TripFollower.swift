@@ -261,19 +261,23 @@ final class TripFollower: @unchecked Sendable {
       failed(GRPCError(code: .internalError, message: "malformed TripUpdate from the server: \(error)"))
       return
     }
-    if let violation = configuration.limits.violation(applying: update, to: trip) {
-      // Not applied: the held state stays the last trip accepted. The stream is dropped, so the
-      // next one starts from a whole trip rather than from deltas on top of a refused one.
-      abandonStream()
-      rejected(violation)
-      return
-    }
-    failures = 0
     // Events still waiting in mailboxes hold the current snapshot: take them back so the update can go
     // into its storage in place (their change bits go out with the next offer).
     var reclaimed = false
     for target in targets.values where target.reclaimPending() { reclaimed = true }
-    let changes = state.apply(update)
+    let changes: TripPropertyFields
+    switch state.apply(update, within: configuration.limits) {
+    case .success(let applied):
+      failures = 0
+      changes = applied
+    case .failure(let violation):
+      // Not applied: the held state stays the last trip accepted. The stream is dropped, so the
+      // next one starts from a whole trip rather than from deltas on top of a refused one. The error
+      // published next carries any taken-back change bits with it.
+      abandonStream()
+      rejected(violation.message)
+      return
+    }
     if changes.isEmpty && reclaimed {
       publish(0, force: true)  // the taken-back bits are still owed
     } else {
@@ -357,7 +361,7 @@ final class TripFollower: @unchecked Sendable {
     }
     let merged = Self.merge(response: response, into: trip, request: request)
     if let violation = configuration.limits.violation(in: merged) {
-      rejected(violation)  // The held state stays the last trip accepted.
+      rejected(violation.message)  // The held state stays the last trip accepted.
       return
     }
     failures = 0

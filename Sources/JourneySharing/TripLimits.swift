@@ -37,34 +37,31 @@ public struct TripLimits: Sendable, Hashable {
   public static let `default` = TripLimits()
 
   /// Why `trip` exceeds these limits, or `nil` when it does not.
-  func violation(in trip: Trip) -> String? {
+  func violation(in trip: Trip) -> TripLimitViolation? {
     for (name, count) in [
       ("remaining_waypoints", trip.remainingWaypoints.count), ("vehicle_waypoints", trip.vehicleWaypoints.count),
       ("intermediate_destinations", trip.intermediateDestinations.count),
     ] where count > maxWaypoints {
-      return "the server's trip has \(count) \(name), more than TripLimits.maxWaypoints (\(maxWaypoints))"
+      return TripLimitViolation(
+        message: "the server's trip has \(count) \(name), more than TripLimits.maxWaypoints (\(maxWaypoints))")
     }
     let points = Self.routePoints(in: trip, stoppingAbove: maxRoutePoints)
     if points > maxRoutePoints {
-      return "the server's trip has at least \(points) route points, more than TripLimits.maxRoutePoints (\(maxRoutePoints))"
+      return TripLimitViolation(
+        message:
+          "the server's trip has at least \(points) route points, more than TripLimits.maxRoutePoints (\(maxRoutePoints))"
+      )
     }
     return nil
   }
 
-  /// Why the trip that `update` makes of `held` exceeds these limits, or `nil`. `held` is within them.
-  ///
-  /// An update naming only progress fields (location, distance, ETA, passengers) cannot change what
-  /// is limited and is not looked at further: the common update costs a pass over its field mask,
-  /// and `held` is only evaluated (a copy of the trip) for the others.
-  func violation(applying update: TripUpdate, to held: @autoclosure () -> Trip) -> String? {
-    if update.fullTrip { return violation(in: update.trip ?? Trip()) }
-    let onlyProgress = update.updatedFields.allSatisfy { number in
-      number > 0 && number < 64 && TripSnapshot.progressFields & (1 << UInt64(number)) != 0
-    }
-    if onlyProgress { return nil }
-    var merged = held()
-    merged.apply(update)
-    return violation(in: merged)
+  /// Whether `update` names only progress fields (location, distance, ETA, passengers), which cannot
+  /// change what is limited: the common update then costs a pass over its field mask and no count.
+  static func cannotConcern(_ update: TripUpdate) -> Bool {
+    !update.fullTrip
+      && update.updatedFields.allSatisfy { number in
+        number > 0 && number < 64 && TripSnapshot.progressFields & (1 << UInt64(number)) != 0
+      }
   }
 
   /// The route points of `trip` as ``maxRoutePoints`` counts them; once the count passes `limit`
@@ -94,4 +91,10 @@ public struct TripLimits: Sendable, Hashable {
     for waypoint in trip.vehicleWaypoints where add(waypoint) { return total }
     return total
   }
+}
+
+/// Why a server's trip was refused by ``TripLimits``.
+struct TripLimitViolation: Error {
+  /// Names the limit and the count found.
+  var message: String
 }
