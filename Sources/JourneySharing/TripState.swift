@@ -23,36 +23,29 @@ struct TripState {
 
   /// Merges a streaming update; returns what changed for subscribers.
   mutating func apply(_ update: TripUpdate) -> TripPropertyFields {
-    apply(update, refusing: nil) ?? []
+    (try? apply(update, within: nil).get()) ?? []
   }
 
   /// Merges a streaming update unless the trip it makes is above `limits`; returns what changed for
-  /// subscribers, or why the trip was refused (then the state is unchanged).
-  mutating func apply(_ update: TripUpdate, within limits: TripLimits) -> Result<TripPropertyFields, TripLimitViolation> {
-    var violation: TripLimitViolation?
-    let changes = apply(update) { trip in
-      violation = limits.violation(in: trip)
-      return violation != nil
-    }
-    if let violation { return .failure(violation) }
-    return .success(changes ?? [])
-  }
-
-  /// The merge; `refusing` sees the merged trip before it is installed, except for updates that only
-  /// carry the vehicle's progress (which no limit concerns), and may refuse it (then `nil`).
-  private mutating func apply(_ update: TripUpdate, refusing: ((Trip) -> Bool)?) -> TripPropertyFields? {
+  /// subscribers, or why the trip was refused (then the state is unchanged). Updates that only carry
+  /// the vehicle's progress concern no limit and are not checked.
+  mutating func apply(
+    _ update: TripUpdate, within limits: TripLimits?
+  ) -> Result<TripPropertyFields, TripLimitViolation> {
     // The common case, a vehicle's progress, merges into the snapshot's own storage when nobody
     // else holds it: no copy of the trip at all.
     if !update.fullTrip, snapshot != nil, isKnownUniquelyReferenced(&snapshot!),
       let changes = snapshot!.mergeInPlace(update)
     {
       snapshot!.setUpdate(sendTime: update.sendTime?.unixTime, sequence: update.sequence)
-      return changes
+      return .success(changes)
     }
     var trip = snapshot?.values.trip ?? Trip()
     trip.apply(update)
-    if let refusing, !TripLimits.cannotConcern(update), refusing(trip) { return nil }
-    return install(trip, sendTime: update.sendTime?.unixTime, sequence: update.sequence)
+    if let limits, !TripLimits.cannotConcern(update), let violation = limits.violation(in: trip) {
+      return .failure(violation)
+    }
+    return .success(install(trip, sendTime: update.sendTime?.unixTime, sequence: update.sequence))
   }
 
   /// Replaces the trip with a polled one (already merged with what was held); returns what changed.

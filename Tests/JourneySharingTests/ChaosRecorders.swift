@@ -20,33 +20,30 @@ final class TripLedger: TripModelSubscriber {
     var finals: [TripStatus] = []
     var errorsByCode: [Int: Int] = [:]
     var lastUpdateWallTime = 0.0
-    var lastSequence: UInt64 = 0
   }
 
   private let trips: Locked<[Trip]>
-  /// Delivery delays (server send time to callback, seconds) of updates after `delayWindowStart`.
+  /// Delivery delays (server send time to callback, seconds) of updates since ``startMeasuringDelays()``.
   private let delays = Locked<[Double]>([])
-  private let delayWindowStart = Atomic<UInt64>(UInt64.max)
+  private let measuringDelays = Atomic<Bool>(false)
   private let errorDomains = Locked<Set<String>>([])
 
   init(tripCount: Int) { trips = Locked(Array(repeating: Trip(), count: tripCount)) }
 
   /// Records delivery delays from now on.
-  func startMeasuringDelays() { delayWindowStart.store(0, ordering: .relaxed) }
+  func startMeasuringDelays() { measuringDelays.store(true, ordering: .relaxed) }
 
   func tripModel(
     _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
   ) {
     let now = followWallClock()
     let index = tripIndex(tripModel)
-    let sequence = snapshot.updateSequence
     trips.withLock { trips in
       guard trips.indices.contains(index) else { return }
       trips[index].updates += 1
       trips[index].lastUpdateWallTime = now
-      trips[index].lastSequence = sequence
     }
-    if delayWindowStart.load(ordering: .relaxed) == 0, let sent = snapshot.updateSendTime {
+    if measuringDelays.load(ordering: .relaxed), let sent = snapshot.updateSendTime {
       delays.withLock { $0.append(now - sent) }
     }
   }
@@ -111,21 +108,19 @@ final class LeavingSubscriber: TripModelSubscriber {
 /// A subscriber whose every callback blocks for `blockFor`.
 final class BlockingSubscriber: TripModelSubscriber {
   let blockFor: Duration
-  private let deliveries = Atomic<Int>(0)
   private let sequences = Locked<[UInt64]>([])
 
   init(blockFor: Duration) { self.blockFor = blockFor }
 
-  var deliveryCount: Int { deliveries.load(ordering: .relaxed) }
+  /// The update sequence number of each delivery, in order.
   var sequencesSeen: [UInt64] { sequences.withLock { $0 } }
+  var deliveryCount: Int { sequences.withLock { $0.count } }
 
   func tripModel(
     _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
   ) {
-    deliveries.add(1, ordering: .relaxed)
     let sequence = snapshot.updateSequence
     sequences.withLock { $0.append(sequence) }
-    let micros = seconds(blockFor) * 1e6
-    usleep(UInt32(micros))
+    usleep(UInt32(seconds(blockFor) * 1e6))
   }
 }

@@ -151,6 +151,4 @@ final class FleetSimProcess: @unchecked Sendable {
     _ = await waitUntil(timeout: .seconds(5)) { output.withLock { $0.closed } }
     return process.terminationStatus
   }
-
-  var isRunning: Bool { process.isRunning }
 }
