@@ -194,8 +194,9 @@ struct ManyTripsTests {
 struct TripUpdatesSequenceTests {
   @Test("A slow consumer gets the changes merged, the final state once, and then the sequence ends")
   func updatesMergeAndEndAfterTheFinalState() async throws {
-    // Slow enough (a trip takes seconds) that the first element comes before the trip ends.
-    try await FollowFixture.with(followSimConfiguration(speedup: 100)) { fixture in
+    // Slow enough (a trip takes seconds) that the first element comes before the trip ends, and the
+    // trips begin 8 s after the server starts, so a slow start of the test cannot miss them.
+    try await FollowFixture.with(followSimConfiguration(speedup: 100, simulatedNow: -8 * 100)) { fixture in
       let model = fixture.model(10)
       var iterator = model.updates().makeAsyncIterator()
       // The first elements: the model becoming active, then the first trip.
@@ -327,7 +328,8 @@ struct TripRefreshTests {
     let configuration = followSimConfiguration(
       speedup: 200, simulatedNow: followNeverStarts, faults: FaultInjection(addedLatency: .milliseconds(300)))
     try await FollowFixture.with(
-      configuration, client: { followClientConfiguration(port: $0, mode: .poll, pollInterval: .seconds(10)) }
+      // Polls a minute apart: no scheduled poll falls within the test, however slowly it runs.
+      configuration, client: { followClientConfiguration(port: $0, mode: .poll, pollInterval: .seconds(60)) }
     ) { fixture in
       let recorder = RecordingSubscriber()
       let model = fixture.model(0)
@@ -336,7 +338,7 @@ struct TripRefreshTests {
       #expect(await waitUntil { recorder.trips().count == 1 })
       #expect(await fixture.sim.serverStats().callsStarted == 1)
 
-      // One refresh: a call now, not in 10 s.
+      // One refresh: a call now, not in a minute.
       model.refresh()
       #expect(await waitUntil(timeout: .seconds(5)) { await fixture.sim.serverStats().callsStarted == 2 })
       #expect(await waitUntil { await fixture.sim.serverStats().openCalls == 0 })
@@ -464,12 +466,16 @@ struct ModelLifetimeTests {
     let services = try JourneySharingServices(configuration: followClientConfiguration(port: port))
     let recorder = RecordingSubscriber()
     let model = services.tripService.tripModel(forTripName: "providers/demo/trips/trip-1")
+    let clock = ContinuousClock()
+    let registered = clock.now
     model.register(recorder)
     #expect(await waitUntil { recorder.errors().count >= 3 })
     try await Task.sleep(for: .seconds(1))
-    // With the tests' backoff (20 ms growing to 200 ms, ±20 %), a second holds about ten attempts;
-    // retrying at once would make thousands.
-    #expect(fake.callCount < 40, "\(fake.callCount) calls")
+    // No more calls than the tests' backoff (20 ms growing to 200 ms, ±20 %) allows in the time that
+    // passed (about ten a second); retrying at once would make thousands.
+    let calls = fake.callCount
+    let allowed = maxAttempts(within: seconds(clock.now - registered), backoff: followBackoff)
+    #expect(calls >= 3 && calls <= allowed, "\(calls) calls; the backoff allows \(allowed)")
     #expect(recorder.errors().allSatisfy { $0.domain == "io.grpc" && $0.code == GRPCStatusCode.unavailable.rawValue })
     #expect(await model.modelState() == .active)
     model.unregisterSubscriber(recorder)
