@@ -426,9 +426,11 @@ public struct ProtoJSONWriter: Sendable {
     }
   }
 
+  private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
   /// `\uXXXX` with lowercase hex digits, as Python writes it.
   private mutating func appendUnicodeEscape(_ unit: UInt16) {
-    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    let hex = Self.hexDigits
     bytes.append(UInt8(ascii: "\\"))
     bytes.append(UInt8(ascii: "u"))
     for shift in stride(from: 12, through: 0, by: -4) {
