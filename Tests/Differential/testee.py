@@ -6,6 +6,10 @@ many bytes. For each frame it writes one status byte (0 parsed, 1 rejected), a
 little-endian u32 length, then the re-encoded message (status 0) or a UTF-8
 error text (status 1), and flushes.
 
+With `--json` the reply to a parsed frame is the message's proto3 JSON (UTF-8)
+instead of its re-encoding, and status 1 also answers a message the JSON
+mapping cannot represent (the text then starts with `refused: `).
+
 One process serves one message type. Frames are written by a writer thread
 while the caller reads replies, so neither side can block the other on a full
 pipe.
@@ -61,12 +65,13 @@ class _Reader:
         return out
 
 
-def run_frames(binary: str, type_name: str, frames: list[bytes]) -> list[Reply]:
-    """Streams `frames` through one testee process for `type_name` and returns
-    one reply per frame. Raises TesteeFailure (naming the frame index and its
-    hex) if the testee crashes, hangs or breaks the protocol."""
+def run_frames(binary: str, type_name: str, frames: list[bytes], flags: list[str] = ()) -> list[Reply]:
+    """Streams `frames` through one testee process for `type_name` (started with
+    the extra command-line `flags`, e.g. `--json`) and returns one reply per
+    frame. Raises TesteeFailure (naming the frame index and its hex) if the
+    testee crashes, hangs or breaks the protocol."""
     proc = subprocess.Popen(
-        [binary, "--type", type_name],
+        [binary, "--type", type_name, *flags],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     stderr_chunks: list[bytes] = []
