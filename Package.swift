@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 //
-// JourneySharing: follow ride-sharing trips in real time from server-side Swift,
-// over gRPC on libnghttp2 and OpenSSL. See README.md and DESIGN.md.
+// JourneySharing: follow ride-sharing trips in real time from server-side Swift on Linux,
+// over gRPC on libnghttp2 and OpenSSL. See README.md and docs/.
 
 import PackageDescription
 
@@ -11,13 +11,16 @@ let defaultSwiftSettings: [SwiftSetting] = [
   .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+// What users depend on. Everything else is an implementation module: its cross-module API is
+// `package`, or `public` only where a product's public API shows it.
 let products: [Product] = [
-  .library(name: "ProtoWire", targets: ["ProtoWire"]),
-  .library(name: "FleetEngineMessages", targets: ["FleetEngineMessages"]),
-  .library(name: "GRPCProtocol", targets: ["GRPCProtocol"]),
-  .library(name: "HTTP2Transport", targets: ["HTTP2Transport"]),
-  .library(name: "UpdatePipeline", targets: ["UpdatePipeline"]),
+  // The consumer API: TripService, TripModel, subscribers; re-exports the Fleet Engine messages and GRPCError.
   .library(name: "JourneySharing", targets: ["JourneySharing"]),
+  // The Fleet Engine message types and their protobuf wire codec (and proto3 JSON).
+  .library(name: "FleetEngineMessages", targets: ["FleetEngineMessages"]),
+  // The gRPC client channel and server on nghttp2 and OpenSSL, for any gRPC service.
+  .library(name: "HTTP2Transport", targets: ["HTTP2Transport"]),
+  // A simulated Fleet Engine to embed in tests and demos.
   .library(name: "FleetSim", targets: ["FleetSim"]),
   .executable(name: "protowire-conformance", targets: ["protowire-conformance"]),
   .executable(name: "grpc-interop-client", targets: ["grpc-interop-client"]),
@@ -187,9 +190,17 @@ let targets: [Target] = [
 
   // MARK: - Executables
 
+  // What the command-line tools share: the exit-code scheme, standard error, files, the version.
+  .target(
+    name: "ToolSupport",
+    dependencies: ["GRPCProtocol", "ProtoWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+    swiftSettings: defaultSwiftSettings
+  ),
+
   .executableTarget(
     name: "protowire-conformance",
     dependencies: [
+      "ToolSupport",
       "FleetEngineMessages",
       "ProtoWire",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -199,6 +210,7 @@ let targets: [Target] = [
   .executableTarget(
     name: "grpc-interop-client",
     dependencies: [
+      "ToolSupport",
       "GRPCProtocol",
       "HTTP2Transport",
       "ProtoWire",
@@ -209,11 +221,13 @@ let targets: [Target] = [
   .executableTarget(
     name: "fleetsim",
     dependencies: [
+      "ToolSupport",
       "CLinuxSystem",
       "FleetEngineMessages",
       "FleetSim",
       "GRPCProtocol",
       "HTTP2Transport",
+      "JSONWebToken",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),
     ],
     swiftSettings: defaultSwiftSettings
@@ -221,6 +235,7 @@ let targets: [Target] = [
   .executableTarget(
     name: "tripwatch",
     dependencies: [
+      "ToolSupport",
       "CLinuxSystem",
       "FleetEngineMessages",
       "FleetSim",
@@ -233,9 +248,9 @@ let targets: [Target] = [
   ),
 ]
 
+// Linux only: the transport runs on epoll (HTTP2Transport stops the build elsewhere with an #error).
 let package = Package(
   name: "JourneySharing",
-  platforms: [.macOS(.v15)],
   products: products,
   dependencies: dependencies,
   targets: targets

@@ -38,7 +38,6 @@ let package = Package(
       name: "BenchmarkFixtures",
       dependencies: [
         .product(name: "FleetEngineMessages", package: "JourneySharing"),
-        .product(name: "ProtoWire", package: "JourneySharing"),
       ],
       swiftSettings: swiftSettings
     ),
@@ -61,7 +60,6 @@ let package = Package(
         .product(name: "JourneySharing", package: "JourneySharing"),
         .product(name: "FleetSim", package: "JourneySharing"),
         .product(name: "FleetEngineMessages", package: "JourneySharing"),
-        .product(name: "ProtoWire", package: "JourneySharing"),
         .product(name: "HTTP2Transport", package: "JourneySharing"),
         .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -75,7 +73,6 @@ let package = Package(
         "SwiftProtobufMessages",
         .product(name: "Benchmark", package: "benchmark"),
         .product(name: "FleetEngineMessages", package: "JourneySharing"),
-        .product(name: "ProtoWire", package: "JourneySharing"),
         .product(name: "SwiftProtobuf", package: "swift-protobuf"),
       ],
       path: "Benchmarks/CodecBenchmarks",
@@ -89,7 +86,6 @@ let package = Package(
         .product(name: "Benchmark", package: "benchmark"),
         .product(name: "FleetEngineMessages", package: "JourneySharing"),
         .product(name: "JourneySharing", package: "JourneySharing"),
-        .product(name: "UpdatePipeline", package: "JourneySharing"),
       ],
       path: "Benchmarks/PipelineBenchmarks",
       swiftSettings: swiftSettings,

@@ -8,6 +8,12 @@ public struct AuthorizationContext: Sendable, Hashable {
   public var tripID: String
   /// The full trip name.
   public var tripName: String
+
+  /// A context for the trip `tripID`, named `tripName`.
+  public init(tripID: String, tripName: String) {
+    self.tripID = tripID
+    self.tripName = tripName
+  }
 }
 
 /// Supplies the JWTs sent as `authorization: Bearer <token>`: the counterpart of

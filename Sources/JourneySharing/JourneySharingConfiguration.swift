@@ -3,6 +3,7 @@
 public import FleetEngineMessages
 public import HTTP2Transport
 public import Logging
+import ProtoWire
 
 /// How ``JourneySharingServices`` reaches Fleet Engine (or FleetSim) and follows trips.
 public struct JourneySharingConfiguration: Sendable {
@@ -24,7 +25,8 @@ public struct JourneySharingConfiguration: Sendable {
   public var port: Int
   /// TLS (verified; the default) or plaintext.
   public var security: GRPCChannelConfiguration.Security
-  /// The provider (Google Cloud project) ID of trip names.
+  /// The provider (Google Cloud project) ID: trip names must be `providers/{providerID}/trips/…`. A name of
+  /// another provider fails with INVALID_ARGUMENT before anything is sent, as a malformed one does.
   public var providerID: String
   /// Supplies JWTs; `nil` sends no `authorization` header.
   public var authorization: (any AuthorizationProvider)?
@@ -82,7 +84,7 @@ public struct JourneySharingConfiguration: Sendable {
     self.routeFormat = .latLngListType
     var header = RequestHeader()
     header.sdkType = .consumer
-    header.sdkVersion = "journeysharing-swift/0.1"
+    header.sdkVersion = "journeysharing-swift/" + JourneySharingRelease.version
     header.languageCode = "en-US"
     header.regionCode = "US"
     self.requestHeader = header

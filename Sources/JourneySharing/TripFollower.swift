@@ -24,6 +24,24 @@ public enum TripServiceMethods {
   public static let streamingGetTrip = "/journeysharing.v1.TripStreamService/GetTrip"
 }
 
+/// Why `name` cannot be fetched by services configured for `providerID`: INVALID_ARGUMENT when it is
+/// not `providers/{provider_id}/trips/{trip_id}` or names another provider; nil when it can.
+func tripNameError(_ name: String, parsed: TripName?, providerID: String) -> GRPCError? {
+  guard let parsed else {
+    return GRPCError(
+      code: .invalidArgument,
+      message: "invalid trip name \(name.debugDescription): must be providers/{provider_id}/trips/{trip_id}")
+  }
+  guard parsed.providerID == providerID else {
+    return GRPCError(
+      code: .invalidArgument,
+      message:
+        "trip name \(name.debugDescription) is of provider \(parsed.providerID.debugDescription), not of the configured providerID \(providerID.debugDescription)"
+    )
+  }
+  return nil
+}
+
 func currentUnixTime() -> Double {
   var ts = timespec()
   clock_gettime(CLOCK_REALTIME, &ts)
@@ -65,9 +83,14 @@ final class TripFollower: @unchecked Sendable {
   private var token: CachedToken?
   private var random = SystemRandomNumberGenerator()
 
+  /// Why nothing is fetched for this name (malformed, or another provider's), or nil.
+  let nameError: GRPCError?
+
   init(tripName: String, parsedName: TripName?, services: ServicesCore) {
     self.tripName = tripName
-    self.parsedName = parsedName
+    self.nameError = tripNameError(tripName, parsed: parsedName, providerID: services.configuration.providerID)
+    // Only a name that may be fetched counts as parsed here: everything below checks `parsedName`.
+    self.parsedName = nameError == nil ? parsedName : nil
     self.services = services
     self.state = TripState(tripID: parsedName?.tripID ?? "")
   }
@@ -143,11 +166,9 @@ final class TripFollower: @unchecked Sendable {
     modelState = .active
     failures = 0
     configuration.logger.debug("following", metadata: ["trip": "\(tripName)"])
-    guard parsedName != nil else {
+    if let nameError {
       // Checked locally: nothing is sent for a name the server would refuse.
-      lastError = GRPCError(
-        code: .invalidArgument,
-        message: "invalid trip name \(tripName.debugDescription): must be providers/{provider_id}/trips/{trip_id}")
+      lastError = nameError
       publish(TripModelEvent.errorBit)
       return
     }

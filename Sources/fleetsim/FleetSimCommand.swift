@@ -7,6 +7,7 @@ import FleetSim
 import GRPCProtocol
 import HTTP2Transport
 import Synchronization
+import ToolSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -16,15 +17,27 @@ import Synchronization
 private let stopRequested = Atomic<Bool>(false)
 
 @main
-struct FleetSimCommand: AsyncParsableCommand {
+struct FleetSimTool: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "fleetsim",
     abstract: "A simulated Fleet Engine: trips moving on road-like routes, served over gRPC.",
+    discussion: ToolExit.helpText,
+    version: toolVersion,
+    subcommands: [FleetSimCommand.self, TokenCommand.self],
+    defaultSubcommand: FleetSimCommand.self)
+
+  static func main() async { await runAsTool() }
+}
+
+struct FleetSimCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "serve",
+    abstract: "Serve the simulated trips (what `fleetsim` with no subcommand does).",
     discussion: """
       Trips are named providers/{provider}/trips/trip-{i} for i in 0..<N. The state of every trip is a pure \
       function of --seed, the trip index and the time elapsed since --start-time, so a server restarted with \
       the same flags continues the same trips. The first line of output is `listening on HOST:PORT`; stats \
-      lines (`stats: key=value …`) follow every --stats-interval seconds and at exit.
+      lines (`stats: key=value …`) follow every --stats-interval seconds and at exit. \(ToolExit.helpText)
       """)
 
   @Option(help: "Address to listen on, HOST:PORT (port 0 picks one).")
@@ -48,8 +61,11 @@ struct FleetSimCommand: AsyncParsableCommand {
   @Option(name: .customLong("update-interval"), help: "Seconds between stream messages.")
   var updateInterval = 1.0
 
-  @Option(name: .customLong("jwt-secret"), help: "Require HS256 JWTs signed with this secret.")
+  @Option(name: .customLong("jwt-secret"), help: "Require HS256 JWTs signed with this secret (visible in `ps`).")
   var jwtSecret: String?
+
+  @Option(name: .customLong("jwt-secret-file"), help: "Require HS256 JWTs signed with the secret in this file.")
+  var jwtSecretFile: String?
 
   @Option(name: .customLong("jwt-public-key"), help: "Require RS256 JWTs verified with this PEM public key file.")
   var jwtPublicKey: String?
@@ -105,8 +121,8 @@ struct FleetSimCommand: AsyncParsableCommand {
     }
     guard Self.statusCode(failCode) != nil else { throw ValidationError("--fail-code: unknown status \(failCode)") }
     guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
-    guard jwtSecret == nil || jwtPublicKey == nil else {
-      throw ValidationError("give --jwt-secret or --jwt-public-key, not both")
+    guard [jwtSecret != nil, jwtSecretFile != nil, jwtPublicKey != nil].filter({ $0 }).count <= 1 else {
+      throw ValidationError("give one of --jwt-secret, --jwt-secret-file, --jwt-public-key")
     }
     guard TripName(providerID: provider, tripID: "trip-0") != nil else {
       throw ValidationError("--provider must be a valid provider ID (lowercase letters, digits, hyphens)")
@@ -138,9 +154,10 @@ struct FleetSimCommand: AsyncParsableCommand {
     let (host, port) = try Self.hostAndPort(listen)
     var auth: FleetSimConfiguration.Auth?
     if let jwtSecret { auth = .hs256(secret: Array(jwtSecret.utf8)) }
+    if let jwtSecretFile { auth = .hs256(secret: try readSecret(jwtSecretFile, option: "--jwt-secret-file")) }
     if let jwtPublicKey {
-      guard let pem = Self.readFile(jwtPublicKey) else {
-        throw ValidationError("cannot read --jwt-public-key \(jwtPublicKey)")
+      guard let pem = readText(path: jwtPublicKey) else {
+        throw ToolFailure(.invalidInput, "cannot read --jwt-public-key \(jwtPublicKey)")
       }
       auth = .rs256(publicKeyPEM: pem)
     }
@@ -148,7 +165,7 @@ struct FleetSimCommand: AsyncParsableCommand {
     simulation.provider = provider
     simulation.tripCount = trips
     simulation.seed = seed
-    simulation.startTime = startTime ?? Self.unixNow()
+    simulation.startTime = startTime ?? unixNow()
     simulation.speedup = speedup
     let faults = FaultInjection(
       failureRate: failRate, failureCode: Self.statusCode(failCode) ?? .unavailable, streamResetRate: resetRate,
@@ -170,18 +187,22 @@ struct FleetSimCommand: AsyncParsableCommand {
     do {
       sim = try FleetSim(configuration: configuration, listen: GRPCServerConfiguration(
           host: host, port: port, tls: tls, maxConcurrentStreams: maxConcurrentStreams))
+    } catch {
+      // The TLS certificate or key, or a JWT key, could not be used.
+      throw ToolFailure(.invalidInput, error.message)
+    }
+    do {
       let bound = try sim.start()
       print("listening on \(host.contains(":") ? "[\(host)]" : host):\(bound)")
     } catch {
-      FileHandleStderr.write("fleetsim: \(error.message)\n")
-      throw ExitCode(1)
+      throw ToolFailure(.cannotListen, error.message)
     }
 
-    let started = Self.unixNow()
+    let started = unixNow()
     var lastStats = started
     while !stopRequested.load(ordering: .relaxed) {
       try? await Task.sleep(for: .milliseconds(100))
-      let now = Self.unixNow()
+      let now = unixNow()
       if let duration, now - started >= duration { break }
       if statsInterval > 0, now - lastStats >= statsInterval {
         lastStats = now
@@ -191,31 +212,12 @@ struct FleetSimCommand: AsyncParsableCommand {
     print("stats: \(await sim.stats())")
     await sim.shutdown()
   }
-
-  static func unixNow() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-  }
-
-  static func readFile(_ path: String) -> String? {
-    guard let file = fopen(path, "rb") else { return nil }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = fread(&buffer, 1, buffer.count, file)
-      if n <= 0 { break }
-      bytes.append(contentsOf: buffer[0..<n])
-    }
-    return String(decoding: bytes, as: UTF8.self)
-  }
 }
 
-enum FileHandleStderr {
-  static func write(_ text: String) {
-    var text = text
-    text.withUTF8 { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
-  }
+/// The secret in `path`, without a trailing newline; throws ``ToolFailure`` (invalid input) when unreadable or empty.
+func readSecret(_ path: String, option: String) throws -> [UInt8] {
+  guard var bytes = readBytes(path: path) else { throw ToolFailure(.invalidInput, "cannot read \(option) \(path)") }
+  while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes.removeLast() }
+  guard !bytes.isEmpty else { throw ToolFailure(.invalidInput, "\(option) \(path) is empty") }
+  return bytes
 }
-

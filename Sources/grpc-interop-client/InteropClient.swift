@@ -9,6 +9,7 @@ import ArgumentParser
 import GRPCProtocol
 import HTTP2Transport
 import ProtoWire
+import ToolSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -19,7 +20,8 @@ struct InteropClient: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "grpc-interop-client",
     abstract: "Run a gRPC interop test case against a grpc.testing.TestService server.",
-    discussion: "Test cases: \(InteropCase.allCases.map(\.rawValue).joined(separator: ", "))")
+    discussion: "Test cases: \(InteropCase.allCases.map(\.rawValue).joined(separator: ", ")). \(ToolExit.helpText)",
+    version: toolVersion)
 
   @Option(name: .customLong("server_host"), help: "The server's host.")
   var serverHost = "localhost"
@@ -49,16 +51,7 @@ struct InteropClient: AsyncParsableCommand {
       let next = index + 1 < arguments.count ? arguments[index + 1] : nil
       if next == nil || next!.hasPrefix("--") { arguments[index] = argument + "=true" }
     }
-    do {
-      var command = try parseAsRoot(arguments)
-      if var asyncCommand = command as? any AsyncParsableCommand {
-        try await asyncCommand.run()
-      } else {
-        try command.run()
-      }
-    } catch {
-      exit(withError: error)
-    }
+    await runAsTool(arguments: arguments)
   }
 
   func run() async throws {

@@ -15,6 +15,7 @@
 import ArgumentParser
 import FleetEngineMessages
 import ProtoWire
+import ToolSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -29,8 +30,11 @@ struct ProtoWireConformance: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "protowire-conformance",
     abstract: "Decode and re-encode length-prefixed protobuf frames read from stdin.",
-    discussion: "Supported types: \(MessageCodecs.all.keys.sorted().joined(separator: ", "))"
+    discussion: "Supported types: \(MessageCodecs.all.keys.sorted().joined(separator: ", ")). \(ToolExit.helpText)",
+    version: toolVersion
   )
+
+  static func main() async { await runAsTool() }
 
   @Option(name: .customLong("type"), help: "The fully qualified message name, e.g. maps.fleetengine.v1.Trip.")
   var typeName: String

@@ -9,6 +9,7 @@ import HTTP2Transport
 import JourneySharing
 import Logging
 import Synchronization
+import ToolSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -21,7 +22,7 @@ struct Demo: AsyncParsableCommand {
     discussion: """
       Shows one row per trip (status, vehicle position, ETAs to pickup and dropoff, remaining distance, \
       progress) redrawn in place on a terminal, or plain lines otherwise, then a summary. Exits 0 when every \
-      followed trip reached its final state (COMPLETE or CANCELED), 1 otherwise.
+      followed trip reached its final state (COMPLETE or CANCELED), 6 when --duration ran out first.
       """)
 
   @Option(help: "Number of trips to follow.")
@@ -54,7 +55,6 @@ struct Demo: AsyncParsableCommand {
     var simulation = SimulationConfiguration()
     simulation.tripCount = trips
     simulation.seed = seed
-    simulation.startTime = unixNow()
     simulation.speedup = speedup
     let sim = try FleetSim(
       configuration: FleetSimConfiguration(
@@ -109,7 +109,9 @@ struct Demo: AsyncParsableCommand {
     print(
       "summary: \(rows.count) trips followed, \(completed) completed, \(canceled) canceled, "
         + "\(rows.count - completed - canceled) unfinished, \(updates) updates received, \(errors) errors")
-    if completed + canceled < rows.count { throw ExitCode(1) }
+    if completed + canceled < rows.count {
+      throw ToolFailure(.incomplete, "\(rows.count - completed - canceled) trip(s) unfinished after \(duration) s")
+    }
   }
 
   func terminalRows() -> Int {
@@ -117,12 +119,6 @@ struct Demo: AsyncParsableCommand {
     if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 { return Int(size.ws_row) }
     return 24
   }
-}
-
-func unixNow() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_REALTIME, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 /// Follows one trip through its ``TripModel`` and keeps its row up to date. Callbacks run

@@ -7,6 +7,7 @@ import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
 import Synchronization
+import ToolSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -15,33 +16,27 @@ import Synchronization
 struct Follow: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "follow",
-    abstract: "Follow trips and print every callback a subscriber receives.",
+    abstract: "Follow trips and print every callback a subscriber receives, until each reaches its final state.",
     discussion: """
       With --json each callback is one line {"trip":NAME,"event":E,…}; E is one of trip, tripStatus, \
       activeRouteRemainingDistance, activeRoute, vehicleLocation, pickupLocation, dropoffLocation, pickupETA, \
       dropoffETA, remainingWaypoints, intermediateDestinations, activeRouteTraffic, modelState, etaToNextWaypoint, \
       remainingRouteDistance, remainingRoute, remainingRouteTraffic, error. Coordinates are degrees, times Unix \
-      seconds, distances meters. Exit 0, or 1 when --until-complete and a trip had not finished when following \
-      stopped, 2 for a usage error.
+      seconds, distances meters. With --summary only a summary line is printed, every --summary-interval \
+      seconds and at the end. Following stops by itself once every trip reached its final state (COMPLETE or \
+      CANCELED); a trip with no success for --give-up-after seconds while errors come back is given up, and \
+      the run fails with its last error. \(ToolExit.helpText)
       """)
 
-  @Argument(help: "Trip names, providers/{provider}/trips/{trip}.")
-  var tripNames: [String]
+  @Argument(help: "Trip names, providers/{provider}/trips/{trip}; - reads names from standard input.")
+  var tripNames: [String] = []
 
-  @Option(help: "The server, HOST:PORT.")
-  var target: String
+  @Option(
+    name: .customLong("trips-file"),
+    help: "Read trip names from this file (- for standard input), one per line; # starts a comment.")
+  var tripsFile: String?
 
-  @Flag(help: "Use cleartext HTTP/2 (h2c) instead of TLS.")
-  var plaintext = false
-
-  @Option(name: .customLong("ca-file"), help: "Trust only the CA certificates in this PEM file.")
-  var caFile: String?
-
-  @Option(help: "A bearer token (JWT) to send.")
-  var token: String?
-
-  @Option(name: .customLong("token-file"), help: "Read the bearer token from this file.")
-  var tokenFile: String?
+  @OptionGroup var server: ServerOptions
 
   @Option(help: "stream, poll or auto.")
   var mode: JourneySharingConfiguration.FetchMode = .auto
@@ -49,95 +44,389 @@ struct Follow: AsyncParsableCommand {
   @Option(name: .customLong("poll-interval"), help: "Seconds between polls.")
   var pollInterval = 5.0
 
-  @Flag(name: .customLong("until-complete"), help: "Stop when every trip reached its final state.")
-  var untilComplete = false
-
-  @Option(help: "Stop after this many seconds.")
+  @Option(help: "Stop after this many seconds (success if updates arrived, failure if only errors did).")
   var duration: Double?
 
-  @Flag(help: "One JSON object per callback.")
+  @Flag(name: .customLong("until-complete"), help: "With --duration: fail (exit 6) unless every trip finished.")
+  var untilComplete = false
+
+  @Option(name: .customLong("give-up-after"), help: "Give a trip up after this many seconds without success.")
+  var giveUpAfter = 60.0
+
+  @Flag(help: "One JSON object per line.")
   var json = false
 
+  @Flag(help: "Print only summary lines, not every callback (for many trips).")
+  var summary = false
+
+  @Option(name: .customLong("summary-interval"), help: "Seconds between summary lines with --summary.")
+  var summaryInterval = 10.0
+
   func validate() throws {
-    guard !tripNames.isEmpty else { throw ValidationError("give at least one trip name") }
-    _ = try Target(parsing: target)
-    guard token == nil || tokenFile == nil else { throw ValidationError("give --token or --token-file, not both") }
     guard pollInterval > 0 else { throw ValidationError("--poll-interval must be > 0") }
     if let duration, !(duration > 0) { throw ValidationError("--duration must be > 0") }
-    if plaintext && caFile != nil { throw ValidationError("--ca-file needs TLS; drop --plaintext") }
+    guard giveUpAfter > 0 else { throw ValidationError("--give-up-after must be > 0") }
+    guard summaryInterval > 0 else { throw ValidationError("--summary-interval must be > 0") }
+    guard tripNames.filter({ $0 == "-" }).count + (tripsFile == "-" ? 1 : 0) <= 1 else {
+      throw ValidationError("standard input can be read once: give - or --trips-file - once")
+    }
   }
 
   func run() async throws {
     cls_line_buffer_stdout()
-    let target = try Target(parsing: target)
-    var tokenValue = token
-    if let tokenFile {
-      guard let contents = readWholeFile(tokenFile) else { throw ValidationError("cannot read --token-file \(tokenFile)") }
-      tokenValue = String(contents.filter { !$0.isWhitespace })
+    let names = try gatherNames()
+    guard !names.isEmpty else {
+      throw ValidationError("give at least one trip name (as arguments, with --trips-file, or - for standard input)")
     }
-    var tls = TLSConfiguration()
-    if let caFile { tls.trustRoots = .caFile(caFile) }
-    // The provider ID of the first name; every model checks its own name anyway.
-    let provider = TripName(parsing: tripNames[0])?.providerID ?? ""
-    var configuration = JourneySharingConfiguration(
-      host: target.host, port: target.port, security: plaintext ? .plaintext : .tls(tls), providerID: provider,
-      authorization: tokenValue.map { StaticTokenProvider(token: $0) }, fetchMode: mode,
-      pollInterval: .nanoseconds(Int64(pollInterval * 1e9)))
+    let output = FollowOutput(json: json, callbacks: !summary)
+    // Every name is checked before anything is followed: a malformed one ends the run at once.
+    var provider: String?
+    for name in names {
+      guard let parsed = TripName(parsing: name) else {
+        let message = "malformed trip name \(name.debugDescription): must be providers/{provider}/trips/{trip}"
+        output.error(trip: name, GRPCError(code: .invalidArgument, message: message), always: true)
+        throw ToolFailure(.invalidInput, message)
+      }
+      if let provider, parsed.providerID != provider {
+        let message = "trip names of more than one provider (\(provider), \(parsed.providerID)): follow one provider per run"
+        output.error(trip: name, GRPCError(code: .invalidArgument, message: message), always: true)
+        throw ToolFailure(.invalidInput, message)
+      }
+      provider = parsed.providerID
+    }
+    var configuration = try server.configuration(providerID: provider ?? "")
+    configuration.fetchMode = mode
+    configuration.pollInterval = .nanoseconds(Int64(pollInterval * 1e9))
     configuration.deliveryThreads = 2
     let services: JourneySharingServices
     do {
       services = try JourneySharingServices(configuration: configuration)
     } catch {
-      FileHandleStderr.write("tripwatch: \(error.message)\n")
-      throw ExitCode(2)
+      throw ToolFailure(.invalidInput, error.message)
     }
-    let printer = CallbackPrinter(json: json)
-    let models = tripNames.map { services.tripService.tripModel(forTripName: $0) }
-    for model in models { model.register(printer) }
     let started = unixNow()
+    let tracker = FollowTracker(names: names, output: output, started: started)
+    let models = names.map { services.tripService.tripModel(forTripName: $0) }
+    for model in models { model.register(tracker) }
+
+    var lastSummary = started
+    var timedOut = false
     while true {
       try? await Task.sleep(for: .milliseconds(100))
-      if let duration, unixNow() - started >= duration { break }
-      if untilComplete, printer.finishedCount(of: models) == models.count { break }
+      let now = unixNow()
+      for name in tracker.tripsToGiveUp(now: now, after: giveUpAfter) {
+        services.tripService.tripModel(forTripName: name).unregisterSubscriber(tracker)
+      }
+      if summary, now - lastSummary >= summaryInterval {
+        lastSummary = now
+        output.summary(tracker.counts())
+      }
+      if tracker.isDone { break }
+      if let duration, now - started >= duration {
+        timedOut = true
+        break
+      }
     }
-    for model in models { model.unregisterSubscriber(printer) }
+    for model in models { model.unregisterSubscriber(tracker) }
     await services.shutdown()
-    if untilComplete, printer.finishedCount(of: models) < models.count { throw ExitCode(1) }
+    let counts = tracker.counts()
+    if summary { output.summary(counts) }
+
+    if counts.gaveUp > 0, let (trip, error) = tracker.lastGiveUp {
+      throw ToolFailure(
+        ToolExit.gaveUp(after: error.code),
+        "gave up on \(counts.gaveUp) of \(counts.trips) trip(s) after \(giveUpAfter) s without success; "
+          + "last error (\(trip)): \(server.explained(error.description))")
+    }
+    if timedOut {
+      if counts.updates == 0, let (trip, error) = tracker.lastError {
+        throw ToolFailure(
+          ToolExit.gaveUp(after: error.code),
+          "no update in \(duration ?? 0) s, only errors; last error (\(trip)): \(server.explained(error.description))")
+      }
+      if untilComplete && counts.final < counts.trips {
+        throw ToolFailure(
+          .incomplete, "--duration ran out with \(counts.trips - counts.final) of \(counts.trips) trip(s) unfinished")
+      }
+    }
+  }
+
+  /// The trip names from the arguments, the file and standard input, in that order, without repeats.
+  private func gatherNames() throws -> [String] {
+    var names: [String] = []
+    var seen = Set<String>()
+    func add(_ name: String) {
+      if seen.insert(name).inserted { names.append(name) }
+    }
+    func addLines(of path: String, what: String) throws {
+      guard let text = readText(path: path) else { throw ToolFailure(.invalidInput, "cannot read \(what)") }
+      for line in text.split(whereSeparator: \.isNewline) {
+        let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let name = trimmed(content)
+        if !name.isEmpty { add(name) }
+      }
+    }
+    for argument in tripNames {
+      if argument == "-" {
+        try addLines(of: "-", what: "trip names from standard input")
+      } else {
+        add(argument)
+      }
+    }
+    if let tripsFile { try addLines(of: tripsFile, what: "--trips-file \(tripsFile)") }
+    return names
   }
 }
 
-extension JourneySharingConfiguration.FetchMode: ExpressibleByArgument {}
-
-func readWholeFile(_ path: String) -> String? {
-  guard let file = fopen(path, "rb") else { return nil }
-  defer { fclose(file) }
-  var bytes: [UInt8] = []
-  var buffer = [UInt8](repeating: 0, count: 4096)
-  while true {
-    let n = fread(&buffer, 1, buffer.count, file)
-    if n <= 0 { break }
-    bytes.append(contentsOf: buffer[0..<n])
-  }
-  return String(decoding: bytes, as: UTF8.self)
+/// `text` without white space at either end.
+private func trimmed(_ text: Substring) -> String {
+  var slice = text
+  while let first = slice.first, first.isWhitespace { slice.removeFirst() }
+  while let last = slice.last, last.isWhitespace { slice.removeLast() }
+  return String(slice)
 }
 
-/// Prints each callback, as JSON or as a readable line.
-final class CallbackPrinter: TripModelSubscriber {
+/// What a trip has done so far, for giving up and for the summary.
+struct TripProgress {
+  var status: TripStatus = .unknownTripStatus
+  var isFinal = false
+  var gaveUp = false
+  var lastSuccess: Double
+  var lastError: GRPCError?
+  var errorSinceSuccess = false
+  var updates = 0
+  var errors = 0
+}
+
+/// Counts over every followed trip.
+struct FollowCounts {
+  var trips = 0
+  var final = 0
+  var completed = 0
+  var canceled = 0
+  var gaveUp = 0
+  var updates = 0
+  var errors = 0
+  var following: Int { trips - final - gaveUp }
+}
+
+/// The one subscriber of every followed trip: tracks progress, and prints callbacks through `output`.
+final class FollowTracker: TripModelSubscriber {
+  private struct State {
+    var trips: [String: TripProgress] = [:]
+    var lastGiveUp: (String, GRPCError)?
+    var lastError: (String, GRPCError)?
+  }
+
+  let output: FollowOutput
+  private let state: Mutex<State>
+
+  init(names: [String], output: FollowOutput, started: Double) {
+    self.output = output
+    var state = State()
+    for name in names { state.trips[name] = TripProgress(lastSuccess: started) }
+    self.state = Mutex(state)
+  }
+
+  /// Whether every trip reached its final state or was given up.
+  var isDone: Bool {
+    state.withLock { $0.trips.values.allSatisfy { $0.isFinal || $0.gaveUp } }
+  }
+
+  var lastGiveUp: (String, GRPCError)? { state.withLock { $0.lastGiveUp } }
+  var lastError: (String, GRPCError)? { state.withLock { $0.lastError } }
+
+  /// Marks as given up, and returns, the trips still following whose last success (or the start) is
+  /// `after` seconds old while errors came back since.
+  func tripsToGiveUp(now: Double, after: Double) -> [String] {
+    state.withLock { state in
+      var names: [String] = []
+      for (name, progress) in state.trips
+      where !progress.isFinal && !progress.gaveUp && progress.errorSinceSuccess && now - progress.lastSuccess >= after {
+        state.trips[name]!.gaveUp = true
+        if let error = progress.lastError { state.lastGiveUp = (name, error) }
+        names.append(name)
+      }
+      return names.sorted()
+    }
+  }
+
+  func counts() -> FollowCounts {
+    state.withLock { state in
+      var counts = FollowCounts()
+      for progress in state.trips.values {
+        counts.trips += 1
+        if progress.isFinal { counts.final += 1 }
+        if progress.status == .complete { counts.completed += 1 }
+        if progress.status == .canceled { counts.canceled += 1 }
+        if progress.gaveUp { counts.gaveUp += 1 }
+        counts.updates += progress.updates
+        counts.errors += progress.errors
+      }
+      return counts
+    }
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdate trip: Trip?, updatedPropertyFields: TripPropertyFields) {
+    let now = unixNow()
+    state.withLock { state in
+      state.trips[tripModel.tripName]?.updates += 1
+      state.trips[tripModel.tripName]?.lastSuccess = now
+      state.trips[tripModel.tripName]?.errorSinceSuccess = false
+    }
+    output.trip(tripModel.tripName, trip, updatedPropertyFields)
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdate tripStatus: TripStatus) {
+    state.withLock { state in
+      state.trips[tripModel.tripName]?.status = tripStatus
+      if tripStatus == .complete || tripStatus == .canceled { state.trips[tripModel.tripName]?.isFinal = true }
+    }
+    output.tripStatus(tripModel.tripName, tripStatus)
+  }
+
+  func tripModel(_ tripModel: TripModel, didFailUpdateTripWithError error: (any Error)?) {
+    let grpc = error as? GRPCError ?? GRPCError(code: .unknown, message: error.map { "\($0)" } ?? "")
+    state.withLock { state in
+      state.trips[tripModel.tripName]?.errors += 1
+      state.trips[tripModel.tripName]?.lastError = grpc
+      state.trips[tripModel.tripName]?.errorSinceSuccess = true
+      state.lastError = (tripModel.tripName, grpc)
+    }
+    output.error(trip: tripModel.tripName, grpc)
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdate modelState: TripModelState) {
+    output.emit(tripModel.tripName, "modelState", [("state", .string(modelState == .active ? "active" : "inactive"))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateActiveRouteRemainingDistance activeRouteRemainingDistance: Int32) {
+    output.emit(tripModel.tripName, "activeRouteRemainingDistance", [("meters", .int(Int(activeRouteRemainingDistance)))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateActiveRoute activeRoute: [LatLng]?) {
+    output.emit(tripModel.tripName, "activeRoute", [("points", FollowOutput.points(activeRoute))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdate vehicleLocation: VehicleLocation?) {
+    var fields: [(String, JSONValue)] = [("location", FollowOutput.point(vehicleLocation?.location))]
+    if let heading = vehicleLocation?.heading?.value { fields.append(("heading", .int(Int(heading)))) }
+    if let speed = vehicleLocation?.speed?.value { fields.append(("speed", .double(speed))) }
+    if let time = vehicleLocation?.updateTime?.unixTime { fields.append(("updateTime", .double(time))) }
+    output.emit(tripModel.tripName, "vehicleLocation", fields)
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdatePickupLocation pickupLocation: TerminalLocation?) {
+    output.emit(tripModel.tripName, "pickupLocation", [("location", FollowOutput.location(pickupLocation))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateDropoffLocation dropoffLocation: TerminalLocation?) {
+    output.emit(tripModel.tripName, "dropoffLocation", [("location", FollowOutput.location(dropoffLocation))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdatePickupETA pickupETA: Double) {
+    output.emit(tripModel.tripName, "pickupETA", [("eta", .double(pickupETA))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateDropoffETA dropoffETA: Double) {
+    output.emit(tripModel.tripName, "dropoffETA", [("eta", .double(dropoffETA))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateRemaining remainingWaypoints: [TripWaypoint]?) {
+    let waypoints: [JSONValue] = (remainingWaypoints ?? []).map { waypoint in
+      var fields: [(String, JSONValue)] = [
+        ("type", .string(waypoint.waypointType.protoName)), ("tripId", .string(waypoint.tripId)),
+        ("location", FollowOutput.location(waypoint.location)),
+      ]
+      if let meters = waypoint.distanceMeters?.value { fields.append(("distanceMeters", .int(Int(meters)))) }
+      if let eta = waypoint.eta?.unixTime { fields.append(("eta", .double(eta))) }
+      return .object(fields)
+    }
+    output.emit(tripModel.tripName, "remainingWaypoints", [("waypoints", .array(waypoints))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateIntermediateDestinations intermediateDestinations: [TerminalLocation]?) {
+    output.emit(
+      tripModel.tripName, "intermediateDestinations",
+      [("locations", .array((intermediateDestinations ?? []).map { FollowOutput.location($0) }))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateActiveRouteTraffic activeRouteTraffic: ConsumableTrafficPolyline?) {
+    output.emit(tripModel.tripName, "activeRouteTraffic", [("intervals", FollowOutput.traffic(activeRouteTraffic))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateETAToNextWaypoint nextWaypointETA: Double) {
+    output.emit(tripModel.tripName, "etaToNextWaypoint", [("eta", .double(nextWaypointETA))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateRemainingRouteDistance remainingRouteDistance: Int32) {
+    output.emit(tripModel.tripName, "remainingRouteDistance", [("meters", .int(Int(remainingRouteDistance)))])
+  }
+
+  func tripModel(_ tripModel: TripModel, didUpdateRemainingRoute remainingRoute: [LatLng]?) {
+    output.emit(tripModel.tripName, "remainingRoute", [("points", FollowOutput.points(remainingRoute))])
+  }
+
+  func tripModel(
+    _ tripModel: TripModel, didUpdateRemainingRouteTraffic remainingRouteTraffic: ConsumableTrafficPolyline?
+  ) {
+    output.emit(tripModel.tripName, "remainingRouteTraffic", [("intervals", FollowOutput.traffic(remainingRouteTraffic))])
+  }
+}
+
+/// Prints callbacks (as JSON lines or readable lines) and summaries.
+struct FollowOutput: Sendable {
   let json: Bool
-  private let finished = Mutex<Set<String>>([])
+  /// Whether callbacks are printed (not with --summary); errors that end the run always are.
+  let callbacks: Bool
 
-  init(json: Bool) { self.json = json }
-
-  func finishedCount(of models: [TripModel]) -> Int {
-    finished.withLock { $0.count }
-  }
-
-  private func emit(_ model: TripModel, _ event: String, _ fields: [(String, JSONValue)]) {
+  func emit(_ trip: String, _ event: String, _ fields: [(String, JSONValue)], always: Bool = false) {
+    guard callbacks || always else { return }
     if json {
-      print(JSONValue.object([("trip", .string(model.tripName)), ("event", .string(event))] + fields).rendered)
+      print(JSONValue.object([("trip", .string(trip)), ("event", .string(event))] + fields).rendered)
     } else {
       let values = fields.map { "\($0.0)=\($0.1.rendered)" }.joined(separator: " ")
-      print("\(model.tripName) \(event) \(values)")
+      print("\(trip) \(event) \(values)")
+    }
+  }
+
+  func trip(_ trip: String, _ value: Trip?, _ fields: TripPropertyFields) {
+    emit(
+      trip, "trip",
+      [
+        ("status", .string(value?.tripStatus.protoName ?? "UNKNOWN_TRIP_STATUS")),
+        ("updatedPropertyFields", .array(fields.memberNames.map { .string($0) })),
+      ])
+  }
+
+  func tripStatus(_ trip: String, _ status: TripStatus) {
+    emit(trip, "tripStatus", [("status", .string(status.protoName))])
+  }
+
+  /// An error event; `always` (even with --summary) for the errors that end the run before following starts.
+  func error(trip: String, _ error: GRPCError, always: Bool = false) {
+    emit(
+      trip, "error",
+      [
+        ("domain", .string(GRPCError.errorDomain)), ("code", .int(error.code.rawValue)),
+        ("name", .string(error.code.name)), ("message", .string(error.message)),
+      ], always: always)
+  }
+
+  func summary(_ counts: FollowCounts) {
+    if json {
+      print(
+        JSONValue.object([
+          ("event", .string("summary")), ("trips", .int(counts.trips)), ("final", .int(counts.final)),
+          ("completed", .int(counts.completed)), ("canceled", .int(counts.canceled)),
+          ("following", .int(counts.following)), ("gaveUp", .int(counts.gaveUp)), ("updates", .int(counts.updates)),
+          ("errors", .int(counts.errors)),
+        ]).rendered)
+    } else {
+      print(
+        "summary: \(counts.trips) trips, \(counts.final) final (\(counts.completed) completed, \(counts.canceled) "
+          + "canceled), \(counts.following) following, \(counts.gaveUp) given up, \(counts.updates) updates, "
+          + "\(counts.errors) errors")
     }
   }
 
@@ -159,109 +448,5 @@ final class CallbackPrinter: TripModelSubscriber {
           ("speed", .string($0.speed.protoName)),
         ])
       })
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdate modelState: TripModelState) {
-    emit(tripModel, "modelState", [("state", .string(modelState == .active ? "active" : "inactive"))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdate trip: Trip?, updatedPropertyFields: TripPropertyFields) {
-    emit(
-      tripModel, "trip",
-      [
-        ("status", .string(trip?.tripStatus.protoName ?? "UNKNOWN_TRIP_STATUS")),
-        ("updatedPropertyFields", .array(updatedPropertyFields.memberNames.map { .string($0) })),
-      ])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdate tripStatus: TripStatus) {
-    emit(tripModel, "tripStatus", [("status", .string(tripStatus.protoName))])
-    if tripStatus == .complete || tripStatus == .canceled {
-      _ = finished.withLock { $0.insert(tripModel.tripName) }
-    }
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateActiveRouteRemainingDistance activeRouteRemainingDistance: Int32) {
-    emit(tripModel, "activeRouteRemainingDistance", [("meters", .int(Int(activeRouteRemainingDistance)))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateActiveRoute activeRoute: [LatLng]?) {
-    emit(tripModel, "activeRoute", [("points", Self.points(activeRoute))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdate vehicleLocation: VehicleLocation?) {
-    var fields: [(String, JSONValue)] = [("location", Self.point(vehicleLocation?.location))]
-    if let heading = vehicleLocation?.heading?.value { fields.append(("heading", .int(Int(heading)))) }
-    if let speed = vehicleLocation?.speed?.value { fields.append(("speed", .double(speed))) }
-    if let time = vehicleLocation?.updateTime?.unixTime { fields.append(("updateTime", .double(time))) }
-    emit(tripModel, "vehicleLocation", fields)
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdatePickupLocation pickupLocation: TerminalLocation?) {
-    emit(tripModel, "pickupLocation", [("location", Self.location(pickupLocation))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateDropoffLocation dropoffLocation: TerminalLocation?) {
-    emit(tripModel, "dropoffLocation", [("location", Self.location(dropoffLocation))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdatePickupETA pickupETA: Double) {
-    emit(tripModel, "pickupETA", [("eta", .double(pickupETA))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateDropoffETA dropoffETA: Double) {
-    emit(tripModel, "dropoffETA", [("eta", .double(dropoffETA))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateRemaining remainingWaypoints: [TripWaypoint]?) {
-    let waypoints: [JSONValue] = (remainingWaypoints ?? []).map { waypoint in
-      var fields: [(String, JSONValue)] = [
-        ("type", .string(waypoint.waypointType.protoName)), ("tripId", .string(waypoint.tripId)),
-        ("location", Self.location(waypoint.location)),
-      ]
-      if let meters = waypoint.distanceMeters?.value { fields.append(("distanceMeters", .int(Int(meters)))) }
-      if let eta = waypoint.eta?.unixTime { fields.append(("eta", .double(eta))) }
-      return .object(fields)
-    }
-    emit(tripModel, "remainingWaypoints", [("waypoints", .array(waypoints))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didFailUpdateTripWithError error: (any Error)?) {
-    let grpc = error as? GRPCError
-    emit(
-      tripModel, "error",
-      [
-        ("domain", .string(GRPCError.errorDomain)), ("code", .int(grpc?.code.rawValue ?? 2)),
-        ("name", .string(grpc?.code.name ?? "UNKNOWN")),
-        ("message", .string(grpc?.message ?? error.map { "\($0)" } ?? "")),
-      ])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateIntermediateDestinations intermediateDestinations: [TerminalLocation]?) {
-    emit(
-      tripModel, "intermediateDestinations",
-      [("locations", .array((intermediateDestinations ?? []).map { Self.location($0) }))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateActiveRouteTraffic activeRouteTraffic: ConsumableTrafficPolyline?) {
-    emit(tripModel, "activeRouteTraffic", [("intervals", Self.traffic(activeRouteTraffic))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateETAToNextWaypoint nextWaypointETA: Double) {
-    emit(tripModel, "etaToNextWaypoint", [("eta", .double(nextWaypointETA))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateRemainingRouteDistance remainingRouteDistance: Int32) {
-    emit(tripModel, "remainingRouteDistance", [("meters", .int(Int(remainingRouteDistance)))])
-  }
-
-  func tripModel(_ tripModel: TripModel, didUpdateRemainingRoute remainingRoute: [LatLng]?) {
-    emit(tripModel, "remainingRoute", [("points", Self.points(remainingRoute))])
-  }
-
-  func tripModel(
-    _ tripModel: TripModel, didUpdateRemainingRouteTraffic remainingRouteTraffic: ConsumableTrafficPolyline?
-  ) {
-    emit(tripModel, "remainingRouteTraffic", [("intervals", Self.traffic(remainingRouteTraffic))])
   }
 }

@@ -4,6 +4,7 @@ import ArgumentParser
 import GRPCProtocol
 import HTTP2Transport
 import Synchronization
+import ToolSupport
 
 struct RawCall: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
@@ -13,7 +14,7 @@ struct RawCall: AsyncParsableCommand {
       Prints one line {"message_hex":"…"} per response message, then one line per finished call:
       {"status":{"code":N,"name":"…","message":"…","domain":"io.grpc"},"headers":{…},"trailers":{…}}
       ("call":i is added when there are several). Exit 0 when every call ended OK, 1 when any
-      other status came back, 2 for a usage error.
+      other status came back, 2 for a usage error, 3 when the request file or TLS files cannot be used.
       """)
 
   @Argument(help: "The server, HOST:PORT.")
@@ -33,6 +34,11 @@ struct RawCall: AsyncParsableCommand {
 
   @Option(name: .customLong("data-hex"), help: "The request message bytes, in hex (default: empty).")
   var dataHex = ""
+
+  @Option(
+    name: [.customShort("d"), .customLong("data")],
+    help: "The request message bytes from a file: @FILE, or @- for standard input.")
+  var data: String?
 
   @Flag(name: .customLong("server-streaming"), help: "The method streams responses.")
   var serverStreaming = false
@@ -55,6 +61,12 @@ struct RawCall: AsyncParsableCommand {
       throw ValidationError("METHOD must look like /package.Service/Method")
     }
     guard bytes(fromHex: dataHex) != nil else { throw ValidationError("--data-hex is not hex") }
+    if let data {
+      guard data.hasPrefix("@"), data.count > 1 else {
+        throw ValidationError("-d takes @FILE or @- (standard input); give inline bytes with --data-hex")
+      }
+      guard dataHex.isEmpty else { throw ValidationError("give -d or --data-hex, not both") }
+    }
     guard `repeat` >= 1, concurrency >= 1 else { throw ValidationError("--repeat and --concurrency must be ≥ 1") }
     if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be positive") }
     if plaintext && caFile != nil { throw ValidationError("--ca-file needs TLS; drop --plaintext") }
@@ -92,13 +104,21 @@ struct RawCall: AsyncParsableCommand {
     do {
       channel = try GRPCChannel(host: target.host, port: target.port, configuration: configuration)
     } catch {
-      FileHandleStderr.write("tripwatch: \(error.message)\n")
-      throw ExitCode(2)
+      throw ToolFailure(.invalidInput, error.message)
     }
     var options = CallOptions()
     options.metadata = try metadata()
     if let timeout { options.timeout = .nanoseconds(Int64(timeout * 1e9)) }
-    let request = bytes(fromHex: dataHex) ?? []
+    let request: [UInt8]
+    if let data {
+      let path = String(data.dropFirst())
+      guard let contents = readBytes(path: path) else {
+        throw ToolFailure(.invalidInput, "cannot read the request from \(path == "-" ? "standard input" : path)")
+      }
+      request = contents
+    } else {
+      request = bytes(fromHex: dataHex) ?? []
+    }
     let several = `repeat` > 1
     let allOK = Atomic<Bool>(true)
 

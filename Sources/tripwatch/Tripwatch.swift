@@ -1,48 +1,19 @@
 // Sources/tripwatch/Tripwatch.swift - the tripwatch command line
 
 import ArgumentParser
-import CLinuxSystem
-
-#if canImport(Glibc)
-  import Glibc
-#endif
+import ToolSupport
 
 @main
 struct Tripwatch: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "tripwatch",
     abstract: "Follow ride-sharing trips over gRPC, or make raw gRPC calls.",
-    subcommands: [Demo.self, Follow.self, RawCall.self]
+    discussion: ToolExit.helpText,
+    version: toolVersion,
+    subcommands: [Demo.self, Follow.self, Get.self, RawCall.self]
   )
 
-  /// Usage errors exit 2 (like grpcurl and most Unix tools), not ArgumentParser's 64.
-  static func main() async {
-    do {
-      var command = try parseAsRoot()
-      if var asyncCommand = command as? any AsyncParsableCommand {
-        try await asyncCommand.run()
-      } else {
-        try command.run()
-      }
-    } catch let exit as ExitCode {
-      Glibc.exit(exit.rawValue)
-    } catch {
-      let code = exitCode(for: error)
-      if code == .validationFailure || code.rawValue == 64 {
-        FileHandleStderr.write(fullMessage(for: error) + "\n")
-        Glibc.exit(2)
-      }
-      self.exit(withError: error)
-    }
-  }
-}
-
-/// Writes to standard error without Foundation.
-enum FileHandleStderr {
-  static func write(_ text: String) {
-    var text = text
-    text.withUTF8 { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
-  }
+  static func main() async { await runAsTool() }
 }
 
 /// `HOST:PORT`, `[IPv6]:PORT`, or `HOST` (port 443).
@@ -76,4 +47,3 @@ struct Target {
     guard !host.isEmpty else { throw ValidationError("bad target \(text)") }
   }
 }
-

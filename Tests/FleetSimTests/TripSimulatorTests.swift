@@ -5,6 +5,10 @@ import FleetSim
 import ProtoWire
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 @Suite("Trip simulation")
 struct TripSimulatorTests {
   // MARK: - Status timeline
@@ -480,5 +484,23 @@ struct TripSimulatorTests {
     // Most updates are a moving vehicle: small.
     sizes.sort()
     #expect(sizes[sizes.count / 2] < 200, "median update \(sizes[sizes.count / 2]) bytes")
+  }
+}
+
+@Suite("Simulation defaults")
+struct SimulationDefaultTests {
+  @Test("An embedded simulator's trips start when its configuration is made, unless a start time is given")
+  func startTimeDefaultsToNow() {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let wall = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    let configuration = SimulationConfiguration(tripCount: 1)
+    #expect(abs(configuration.startTime - wall) < 5, "startTime \(configuration.startTime), now \(wall)")
+    #expect(abs(SimulationConfiguration().startTime - wall) < 5)
+    #expect(SimulationConfiguration(startTime: 1_000).startTime == 1_000)
+    // So the first trip is NEW now, not long finished.
+    let simulator = TripSimulator(configuration: configuration)
+    let trip = simulator.trip(index: 0, atSimulatedSeconds: simulator.simulatedSeconds(atUnixTime: wall))
+    #expect(trip.tripStatus != .complete && trip.tripStatus != .canceled, "\(trip.tripStatus)")
   }
 }

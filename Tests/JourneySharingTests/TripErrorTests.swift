@@ -261,4 +261,42 @@ struct TripNameTests {
       #expect(model.parsedName?.tripID == "trip-1")
     }
   }
+
+  @Test("A name of another provider fails at once with INVALID_ARGUMENT naming the configured providerID; nothing is sent")
+  func otherProviderFailsLocally() async throws {
+    let name = "providers/another-project/trips/trip-1"
+    try await FollowFixture.with(followSimConfiguration()) { fixture in
+      let recorder = RecordingSubscriber()
+      let model = fixture.services.tripService.tripModel(forTripName: name)
+      model.register(recorder)
+      #expect(await waitUntil { !recorder.errors(name).isEmpty })
+      let error = try #require(recorder.errors(name).first)
+      #expect(error.domain == "io.grpc" && error.code == GRPCStatusCode.invalidArgument.rawValue, "\(error.description)")
+      #expect(error.message.contains("another-project") && error.message.contains(followProvider), "\(error.message)")
+      await #expect(throws: GRPCError.self) { _ = try await fixture.services.tripService.fetchTrip(forTripName: name) }
+      try await Task.sleep(for: .milliseconds(300))
+      let stats = await fixture.sim.stats()
+      #expect(stats.unaryCalls == 0 && stats.streamsStarted == 0, "\(stats)")
+      model.unregisterSubscriber(recorder)
+    }
+  }
+
+  @Test("fetchTrip: one unary GetTrip returns the whole trip; an unknown trip is NOT_FOUND")
+  func fetchTrip() async throws {
+    try await FollowFixture.with(followSimConfiguration(simulatedNow: 600)) { fixture in
+      let name = fixture.simulator.tripName(index: 3)
+      let trip = try await fixture.services.tripService.fetchTrip(forTripName: name)
+      #expect(trip.name == name)
+      #expect(trip.tripStatus != .unknownTripStatus)
+      #expect(!trip.remainingWaypoints.isEmpty || isFinal(trip.tripStatus))
+      do {
+        _ = try await fixture.services.tripService.fetchTrip(forTripName: "providers/\(followProvider)/trips/no-such-trip")
+        Issue.record("an unknown trip was fetched")
+      } catch {
+        #expect((error as? GRPCError)?.code == .notFound, "\(error)")
+      }
+      let stats = await fixture.sim.stats()
+      #expect(stats.unaryCalls == 2 && stats.streamsStarted == 0, "\(stats)")
+    }
+  }
 }

@@ -18,7 +18,6 @@
 import Benchmark
 import BenchmarkFixtures
 import FleetEngineMessages
-import ProtoWire
 import SwiftProtobuf
 import SwiftProtobufMessages
 

@@ -8,7 +8,6 @@
 // Both are deterministic, so every run measures the same bytes.
 
 public import FleetEngineMessages
-import ProtoWire
 
 /// The benchmark payloads.
 public enum Fixtures {

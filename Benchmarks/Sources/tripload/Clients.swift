@@ -15,7 +15,6 @@ import Logging
 import Synchronization
 import SwiftProtobuf
 import SwiftProtobufMessages
-import ProtoWire
 
 /// A client under test.
 protocol LoadClient: Sendable {

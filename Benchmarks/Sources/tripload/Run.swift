@@ -3,7 +3,6 @@
 import ArgumentParser
 import FleetEngineMessages
 import Foundation
-import ProtoWire
 
 #if canImport(Glibc)
   import Glibc

@@ -13,28 +13,30 @@ public struct SimulationConfiguration: Sendable, Hashable {
   public var tripCount: Int = 10
   /// Seeds the city's street grid and every trip's scenario.
   public var seed: UInt64 = 1
-  /// The Unix time, in seconds, at which simulated time 0 happens; usually "now". The default, 0 (the
-  /// epoch), is only a placeholder for code that sets it after building the rest of the configuration.
-  public var startTime: Double = 0
+  /// The Unix time, in seconds, at which simulated time 0 happens. Default: when the configuration was
+  /// made, so an embedded simulator's trips start when it does. Give an earlier time to join trips under
+  /// way, or the same time to a restarted server so it continues the same trips.
+  public var startTime: Double = unixTimeNow()
   /// Simulated seconds per wall-clock second (2 plays trips at double speed). Must be positive.
   public var speedup: Double = 1
   /// The middle of the simulated city; trips stay within about 4 km of it.
   public var cityCenter: LatLng = LatLng(latitude: 52.3676, longitude: 4.9041)
 
-  /// A configuration; `startTime` is usually "now".
+  /// A configuration; `startTime` `nil` (the default) means now.
   public init(
     provider: String = "demo",
     tripCount: Int = 10,
     seed: UInt64 = 1,
-    startTime: Double = 0,
+    startTime: Double? = nil,
     speedup: Double = 1,
     cityCenter: LatLng = LatLng(latitude: 52.3676, longitude: 4.9041)
   ) {
     self.provider = provider
     self.tripCount = tripCount
     self.seed = seed
-    self.startTime = startTime
+    self.startTime = startTime ?? unixTimeNow()
     self.speedup = speedup
     self.cityCenter = cityCenter
   }
 }
+

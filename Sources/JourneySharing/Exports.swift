@@ -1,0 +1,12 @@
+// Sources/JourneySharing/Exports.swift - what `import JourneySharing` brings with it
+//
+// A subscriber's callbacks take Fleet Engine message types (Trip, TripStatus,
+// VehicleLocation, TripWaypoint, …) and report failures as GRPCError: both are part of
+// this module's API, so importing it is enough to write one, as grpc-swift-2's
+// transports re-export the core types their users need.
+
+@_exported public import FleetEngineMessages
+@_exported public import struct GRPCProtocol.GRPCError
+@_exported public import struct GRPCProtocol.GRPCMetadata
+@_exported public import struct GRPCProtocol.GRPCStatus
+@_exported public import enum GRPCProtocol.GRPCStatusCode

@@ -1,0 +1,58 @@
+// Sources/ToolSupport/ToolIO.swift - standard error, files and the version, without Foundation
+
+package import ProtoWire
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The version every tool prints for `--version`: the package's release.
+package let toolVersion = JourneySharingRelease.version
+
+/// Writes to standard error, unbuffered.
+package enum StandardError {
+  /// Writes `text` as it is (add the newline yourself).
+  package static func write(_ text: String) {
+    var text = text
+    text.withUTF8 { buffer in
+      var offset = 0
+      while offset < buffer.count {
+        let written = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
+        if written <= 0 { return }
+        offset += written
+      }
+    }
+  }
+}
+
+/// The bytes of the file at `path` (`-` reads standard input), or nil when it cannot be read.
+package func readBytes(path: String) -> [UInt8]? {
+  let file: UnsafeMutablePointer<FILE>?
+  if path == "-" {
+    file = fdopen(dup(0), "rb")
+  } else {
+    file = fopen(path, "rb")
+  }
+  guard let file else { return nil }
+  defer { fclose(file) }
+  var bytes: [UInt8] = []
+  var buffer = [UInt8](repeating: 0, count: 64 << 10)
+  while true {
+    let count = fread(&buffer, 1, buffer.count, file)
+    if count <= 0 { break }
+    bytes.append(contentsOf: buffer[0..<count])
+  }
+  return ferror(file) == 0 ? bytes : nil
+}
+
+/// The text of the file at `path` (`-`: standard input), or nil when it cannot be read.
+package func readText(path: String) -> String? {
+  readBytes(path: path).map { String(decoding: $0, as: UTF8.self) }
+}
+
+/// The current Unix time in seconds.
+package func unixNow() -> Double {
+  var now = timespec()
+  clock_gettime(CLOCK_REALTIME, &now)
+  return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

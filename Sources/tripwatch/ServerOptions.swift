@@ -1,0 +1,83 @@
+// Sources/tripwatch/ServerOptions.swift - where the trips are and how to authenticate: `follow` and `get` share these
+
+import ArgumentParser
+import HTTP2Transport
+import JourneySharing
+import Logging
+import ToolSupport
+
+struct ServerOptions: ParsableArguments {
+  @Option(help: "The server, HOST:PORT. Default: Fleet Engine (TLS).")
+  var target = "fleetengine.googleapis.com:443"
+
+  @Flag(help: "Use cleartext HTTP/2 (h2c) instead of TLS.")
+  var plaintext = false
+
+  @Option(name: .customLong("ca-file"), help: "Trust only the CA certificates in this PEM file.")
+  var caFile: String?
+
+  @Option(help: "A bearer token (JWT) to send. Visible in `ps`: prefer --token-file.")
+  var token: String?
+
+  @Option(name: .customLong("token-file"), help: "Read the bearer token from this file.")
+  var tokenFile: String?
+
+  @Option(
+    name: .customLong("service-account-file"),
+    help: "Mint Fleet Engine JWTs with this Google service account JSON key (RS256, kid, iss/sub, aud).")
+  var serviceAccountFile: String?
+
+  @Option(
+    name: .customLong("token-scope"),
+    help: "With --service-account-file: one token per trip (trip), or one for every trip (server).")
+  var tokenScope: ServiceAccountTokenProvider.Scope = .trip
+
+  func validate() throws {
+    _ = try Target(parsing: target)
+    let sources = [token != nil, tokenFile != nil, serviceAccountFile != nil].filter { $0 }.count
+    guard sources <= 1 else { throw ValidationError("give one of --token, --token-file, --service-account-file") }
+    if plaintext && caFile != nil { throw ValidationError("--ca-file needs TLS; drop --plaintext") }
+  }
+
+  /// The services configuration for trips of `providerID`; throws ``ToolFailure`` (invalid input)
+  /// when a token or key file cannot be used.
+  func configuration(providerID: String) throws -> JourneySharingConfiguration {
+    let target = try Target(parsing: target)
+    var authorization: (any AuthorizationProvider)?
+    if let token { authorization = StaticTokenProvider(token: token) }
+    if let tokenFile {
+      guard let contents = readText(path: tokenFile) else {
+        throw ToolFailure(.invalidInput, "cannot read --token-file \(tokenFile)")
+      }
+      let value = String(contents.filter { !$0.isWhitespace })
+      guard !value.isEmpty else { throw ToolFailure(.invalidInput, "--token-file \(tokenFile) is empty") }
+      authorization = StaticTokenProvider(token: value)
+    }
+    if let serviceAccountFile {
+      do {
+        authorization = try ServiceAccountTokenProvider(keyFile: serviceAccountFile, scope: tokenScope)
+      } catch {
+        throw ToolFailure(.invalidInput, "--service-account-file: \(error.message)")
+      }
+    }
+    var tls = TLSConfiguration()
+    if let caFile { tls.trustRoots = .caFile(caFile) }
+    var logger = Logger(label: "tripwatch")
+    logger.logLevel = .warning
+    return JourneySharingConfiguration(
+      host: target.host, port: target.port, security: plaintext ? .plaintext : .tls(tls), providerID: providerID,
+      authorization: authorization, logger: logger)
+  }
+
+  /// `message`, with a hint when it says the server did not speak TLS (it may be h2c).
+  func explained(_ message: String) -> String {
+    guard !plaintext else { return message }
+    let lowered = message.lowercased()
+    let notTLS = ["wrong version number", "packet length too long", "record layer failure", "unexpected eof"]
+    guard lowered.contains("tls"), notTLS.contains(where: lowered.contains) else { return message }
+    return message + " (the server may not speak TLS: for a cleartext h2c server, add --plaintext)"
+  }
+}
+
+extension ServiceAccountTokenProvider.Scope: ExpressibleByArgument {}
+extension JourneySharingConfiguration.FetchMode: ExpressibleByArgument {}
