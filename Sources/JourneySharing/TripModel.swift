@@ -6,9 +6,6 @@ import HTTP2Transport
 import Synchronization
 import UpdatePipeline
 
-#if canImport(Glibc)
-  import Glibc
-#endif
 
 /// One trip to follow: the counterpart of the SDK's `GMTCTripModel`.
 ///
@@ -66,31 +63,34 @@ public final class TripModel: Sendable {
   /// The model stays alive while anything is registered, even when the caller drops it.
   public func register(_ subscriber: any TripModelSubscriber) {
     let key = ObjectIdentifier(subscriber)
-    let job = registrations.withLock { registrations -> SubscriberJob? in
-      guard registrations.jobs[key] == nil else { return nil }
+    registrations.withLock { registrations in
+      guard registrations.jobs[key] == nil else { return }
       let job = SubscriberJob(model: self, subscriber: subscriber, executor: follower.services.executor)
       registrations.jobs[key] = job
       registrations.retain(self)
-      return job
+      // Queued while the lock is held: the follower sees registrations and removals in the order they
+      // happened here, however many threads race (a removal overtaking its registration would leave a
+      // follow running for nobody).
+      follower.add(job)
     }
-    guard let job else { return }
-    follower.add(job)
   }
 
-  /// Unregisters `subscriber`. When this returns, no callback to it is running or will
-  /// run (unless called from inside one of its callbacks, which then finishes). Following
-  /// stops with the last subscriber, cancelling the stream on the wire.
+  /// Unregisters `subscriber`. When this returns, no callback to it will start, not even the rest of
+  /// a delivery under way, and none is running, except where this is called from inside a subscriber
+  /// callback: delivery threads never wait for each other, so a callback to `subscriber` already running
+  /// on another delivery thread may still be finishing (it is the last). Following stops with the last
+  /// subscriber, cancelling the stream on the wire.
   public func unregisterSubscriber(_ subscriber: any TripModelSubscriber) {
     // The hold on the model is released after the follower is told, so `self` outlives this call.
     let (job, retainer) = registrations.withLock { registrations -> (SubscriberJob?, TripModel?) in
       let job = registrations.jobs.removeValue(forKey: ObjectIdentifier(subscriber))
       let retainer = registrations.retainer
       registrations.retain(self)
+      if let job { follower.remove(job) }  // in registration order, as in register(_:)
       return (job, retainer)
     }
-    guard let job else { return }
-    job.close()
-    follower.remove(job)
+    // Outside the lock: closing waits for a delivery under way, whose callback may register again.
+    job?.close()
     withExtendedLifetime(retainer) {}
   }
 
@@ -113,26 +113,26 @@ public final class TripModel: Sendable {
   /// Registers a new update stream; called when a ``TripModelUpdates`` sequence is iterated.
   func beginStream() -> LatestValueStream<TripModelEvent> {
     let subscription = StreamSubscription(model: self)
-    registrations.withLock { registrations in
-      registrations.streams[ObjectIdentifier(subscription)] = subscription
-      registrations.retain(self)
-    }
     subscription.stream.onTermination = { [weak self, weak subscription] in
       guard let self, let subscription else { return }
       self.endStream(subscription)
     }
-    follower.add(subscription)
+    registrations.withLock { registrations in
+      registrations.streams[ObjectIdentifier(subscription)] = subscription
+      registrations.retain(self)
+      follower.add(subscription)
+    }
     return subscription.stream
   }
 
   func endStream(_ subscription: StreamSubscription) {
-    let (removed, retainer) = registrations.withLock { registrations -> (Bool, TripModel?) in
+    let retainer = registrations.withLock { registrations -> TripModel? in
       let removed = registrations.streams.removeValue(forKey: ObjectIdentifier(subscription)) != nil
       let retainer = registrations.retainer
       registrations.retain(self)
-      return (removed, retainer)
+      if removed { follower.remove(subscription) }
+      return retainer
     }
-    if removed { follower.remove(subscription) }
     withExtendedLifetime(retainer) {}
   }
 
@@ -155,17 +155,14 @@ public final class TripModel: Sendable {
   }
 }
 
-/// A registered ``TripModelSubscriber``: its mailbox and delivery step.
+/// A registered ``TripModelSubscriber``: its mailbox, its gate and its delivery step.
 final class SubscriberJob: DeliveryJob, Deliverable {
-  private static let closedFlag = 1
-  private static let deliveringFlag = 2
-
   unowned let model: TripModel
   let subscriber: any TripModelSubscriber
   let mailbox = LatestValueMailbox<TripModelEvent>()
+  /// Open while registered; see ``DeliveryGate`` for what closing it guarantees.
+  let gate = DeliveryGate()
   private let executor: DeliveryExecutor
-  private let flags = Atomic<Int>(0)
-  private let deliveringThread = Atomic<UInt64>(0)
 
   init(model: TripModel, subscriber: any TripModelSubscriber, executor: DeliveryExecutor) {
     self.model = model
@@ -183,43 +180,27 @@ final class SubscriberJob: DeliveryJob, Deliverable {
   }
 
   func runDelivery() {
-    // Enter unless closed. Sequentially consistent with `close()`'s fetch-or, so either this
-    // sees CLOSED or `close()` sees DELIVERING (and waits).
-    var current = flags.load(ordering: .sequentiallyConsistent)
-    while true {
-      if current & Self.closedFlag != 0 { return }
-      let (exchanged, original) = flags.compareExchange(
-        expected: current, desired: current | Self.deliveringFlag, ordering: .sequentiallyConsistent)
-      if exchanged { break }
-      current = original
-    }
-    deliveringThread.store(UInt64(pthread_self()), ordering: .relaxed)
+    guard gate.enter() else { return }
     repeat {
       // Nothing is kept after the callbacks: the snapshot's storage can then be reused for the next update.
       let (value, changes) = mailbox.take()
       if changes != 0, let event = value {
-        subscriber.deliver(model, event: event, changes: changes)
+        subscriber.deliver(model, event: event, changes: changes, gate: gate)
       }
-      if flags.load(ordering: .sequentiallyConsistent) & Self.closedFlag != 0 { break }
+      if !gate.isOpen { break }
     } while mailbox.finishDelivery()
-    deliveringThread.store(0, ordering: .relaxed)
-    // Leaving: clear DELIVERING; `close()` may be waiting for it.
-    flags.bitwiseAnd(~Self.deliveringFlag, ordering: .sequentiallyConsistent)
+    gate.leave()
   }
 
   func reclaimPending() -> Bool {
     mailbox.reclaim() != nil
   }
 
-  /// Stops deliveries; waits for one in progress unless called from inside it.
+  /// Stops deliveries: none starts after this, and none is under way once it returns, unless called on a
+  /// delivery thread (see ``DeliveryGate/close()``).
   func close() {
     mailbox.close()
-    let before = flags.bitwiseOr(Self.closedFlag, ordering: .sequentiallyConsistent).oldValue
-    guard before & Self.deliveringFlag != 0 else { return }
-    if deliveringThread.load(ordering: .relaxed) == UInt64(pthread_self()) { return }
-    while flags.load(ordering: .sequentiallyConsistent) & Self.deliveringFlag != 0 {
-      sched_yield()
-    }
+    gate.close()
   }
 }
 

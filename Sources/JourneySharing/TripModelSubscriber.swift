@@ -2,6 +2,7 @@
 
 public import FleetEngineMessages
 import GRPCProtocol
+import UpdatePipeline
 
 /// Receives a trip model's updates: the Swift counterpart of the Consumer SDK's
 /// `GMTCTripModelSubscriber`. Every method has a default that does nothing, so a
@@ -89,44 +90,59 @@ extension TripModelSubscriber {
 }
 
 extension TripModelSubscriber {
-  /// Calls the callbacks for one delivery, in the documented order.
-  func deliver(_ model: TripModel, event: TripModelEvent, changes: UInt64) {
+  /// Calls the callbacks for one delivery, in the documented order, while `gate` stays open: a subscriber
+  /// unregistered in the middle of a delivery (by itself, from one of these callbacks, or by another thread)
+  /// gets no further callback of it.
+  func deliver(_ model: TripModel, event: TripModelEvent, changes: UInt64, gate: DeliveryGate) {
     let stateChanged = changes & TripModelEvent.stateBit != 0
     // Becoming active is told first; becoming inactive last, after the final trip state.
     if stateChanged && event.modelState == .active { tripModel(model, didUpdate: event.modelState) }
-    defer { if stateChanged && event.modelState == .inactive { tripModel(model, didUpdate: event.modelState) } }
-    if changes & TripModelEvent.errorBit != 0, let error = event.error {
+    defer {
+      if stateChanged && event.modelState == .inactive && gate.isOpen { tripModel(model, didUpdate: event.modelState) }
+    }
+    if changes & TripModelEvent.errorBit != 0, let error = event.error, gate.isOpen {
       tripModel(model, didFailUpdateTripWithError: error)
     }
     let fields = TripPropertyFields(rawValue: changes & TripPropertyFields.all.rawValue)
-    guard !fields.isEmpty, let snapshot = event.snapshot else { return }
+    guard !fields.isEmpty, let snapshot = event.snapshot, gate.isOpen else { return }
     tripModel(model, didUpdateSnapshot: snapshot, updatedPropertyFields: fields)
+    guard gate.isOpen else { return }
     tripModel(model, didUpdate: snapshot.trip, updatedPropertyFields: fields)
-    if fields.contains(.tripStatus) { tripModel(model, didUpdate: snapshot.tripStatus) }
-    if fields.contains(.remainingDistanceOfActiveRouteInMeters), let meters = snapshot.activeRouteRemainingDistance {
-      tripModel(model, didUpdateActiveRouteRemainingDistance: meters)
+    // One callback per changed property, each only while the subscriber is still registered.
+    func each(_ field: TripPropertyFields, _ callback: () -> Void) -> Bool {
+      guard gate.isOpen else { return false }
+      if fields.contains(field) { callback() }
+      return true
     }
-    if fields.contains(.activeRoute) { tripModel(model, didUpdateActiveRoute: snapshot.activeRoute) }
-    if fields.contains(.routeLastVehicleLocation) { tripModel(model, didUpdate: snapshot.vehicleLocation) }
-    if fields.contains(.pickupLocation) { tripModel(model, didUpdatePickupLocation: snapshot.pickupLocation) }
-    if fields.contains(.dropoffLocation) { tripModel(model, didUpdateDropoffLocation: snapshot.dropoffLocation) }
-    if fields.contains(.pickupETA), let eta = snapshot.pickupETA { tripModel(model, didUpdatePickupETA: eta) }
-    if fields.contains(.dropoffETA), let eta = snapshot.dropoffETA { tripModel(model, didUpdateDropoffETA: eta) }
-    if fields.contains(.remainingWaypoints) { tripModel(model, didUpdateRemaining: snapshot.remainingWaypoints) }
-    if fields.contains(.intermediateDestinations) {
-      tripModel(model, didUpdateIntermediateDestinations: snapshot.intermediateDestinations)
-    }
-    if fields.contains(.activeRouteTraffic) { tripModel(model, didUpdateActiveRouteTraffic: snapshot.activeRouteTraffic) }
-    if fields.contains(.etaToNextWaypoint), let eta = snapshot.etaToNextWaypoint {
-      tripModel(model, didUpdateETAToNextWaypoint: eta)
-    }
-    if fields.contains(.distanceOfRemainingRouteInMeters), let meters = snapshot.remainingRouteDistance {
-      tripModel(model, didUpdateRemainingRouteDistance: meters)
-    }
-    if fields.contains(.remainingRoute) { tripModel(model, didUpdateRemainingRoute: snapshot.remainingRoute) }
-    if fields.contains(.remainingRouteTraffic) {
-      tripModel(model, didUpdateRemainingRouteTraffic: snapshot.remainingRouteTraffic)
-    }
+    guard
+      each(.tripStatus, { tripModel(model, didUpdate: snapshot.tripStatus) }),
+      each(.remainingDistanceOfActiveRouteInMeters, {
+        if let meters = snapshot.activeRouteRemainingDistance {
+          tripModel(model, didUpdateActiveRouteRemainingDistance: meters)
+        }
+      }),
+      each(.activeRoute, { tripModel(model, didUpdateActiveRoute: snapshot.activeRoute) }),
+      each(.routeLastVehicleLocation, { tripModel(model, didUpdate: snapshot.vehicleLocation) }),
+      each(.pickupLocation, { tripModel(model, didUpdatePickupLocation: snapshot.pickupLocation) }),
+      each(.dropoffLocation, { tripModel(model, didUpdateDropoffLocation: snapshot.dropoffLocation) }),
+      each(.pickupETA, { if let eta = snapshot.pickupETA { tripModel(model, didUpdatePickupETA: eta) } }),
+      each(.dropoffETA, { if let eta = snapshot.dropoffETA { tripModel(model, didUpdateDropoffETA: eta) } }),
+      each(.remainingWaypoints, { tripModel(model, didUpdateRemaining: snapshot.remainingWaypoints) }),
+      each(.intermediateDestinations, {
+        tripModel(model, didUpdateIntermediateDestinations: snapshot.intermediateDestinations)
+      }),
+      each(.activeRouteTraffic, { tripModel(model, didUpdateActiveRouteTraffic: snapshot.activeRouteTraffic) }),
+      each(.etaToNextWaypoint, {
+        if let eta = snapshot.etaToNextWaypoint { tripModel(model, didUpdateETAToNextWaypoint: eta) }
+      }),
+      each(.distanceOfRemainingRouteInMeters, {
+        if let meters = snapshot.remainingRouteDistance { tripModel(model, didUpdateRemainingRouteDistance: meters) }
+      }),
+      each(.remainingRoute, { tripModel(model, didUpdateRemainingRoute: snapshot.remainingRoute) }),
+      each(.remainingRouteTraffic, {
+        tripModel(model, didUpdateRemainingRouteTraffic: snapshot.remainingRouteTraffic)
+      })
+    else { return }
   }
 }
 

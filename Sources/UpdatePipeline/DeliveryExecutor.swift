@@ -264,6 +264,7 @@ final class DeliveryWorkerPool: @unchecked Sendable {
 
   private func runWorker(index: Int) {
     nameCurrentThread("\(name)-\(index)")
+    DeliveryThread.markCurrent()
     pthread_mutex_lock(lock)
     parking.workerThreads.append(pthread_self())
     pthread_mutex_unlock(lock)
