@@ -1,11 +1,13 @@
 // Sources/JourneySharing/JourneySharingConfiguration.swift - where trips come from and how they are fetched
 
 public import FleetEngineMessages
-public import HTTP2Transport
 public import Logging
 import ProtoWire
 
 /// How ``JourneySharingServices`` reaches Fleet Engine (or FleetSim) and follows trips.
+///
+/// Everything here is JourneySharing's own: the transport underneath (gRPC over HTTP/2 on nghttp2 and
+/// OpenSSL) is configured from it and never shows.
 public struct JourneySharingConfiguration: Sendable {
   /// How a trip is fetched.
   public enum FetchMode: String, Sendable, Hashable, CaseIterable {
@@ -19,12 +21,94 @@ public struct JourneySharingConfiguration: Sendable {
     case auto
   }
 
+  /// How the connection to the server is secured.
+  public enum Security: Sendable, Hashable {
+    /// Cleartext HTTP/2 (h2c, prior knowledge). Only when explicitly chosen; logged at notice level.
+    case plaintext
+    /// TLS 1.2 or later, the server's certificate verified, its name checked, ALPN `h2`.
+    case tls(TLS)
+  }
+
+  /// TLS settings.
+  public struct TLS: Sendable, Hashable {
+    /// Which certificate authorities are trusted.
+    public enum TrustRoots: Sendable, Hashable {
+      /// The system's trust store.
+      case systemDefault
+      /// Only the CA certificates in this PEM file.
+      case caFile(String)
+    }
+
+    /// Which CAs are trusted. Default: the system's.
+    public var trustRoots: TrustRoots
+    /// A PEM certificate chain to present to the server (with ``clientPrivateKeyFile``).
+    public var clientCertificateChainFile: String?
+    /// The PEM private key of ``clientCertificateChainFile``.
+    public var clientPrivateKeyFile: String?
+    /// The name to verify and send as SNI instead of the host (also the default `:authority`).
+    public var serverNameOverride: String?
+
+    /// TLS settings; by default the system's trust store and the host's own name.
+    public init(
+      trustRoots: TrustRoots = .systemDefault, clientCertificateChainFile: String? = nil,
+      clientPrivateKeyFile: String? = nil, serverNameOverride: String? = nil
+    ) {
+      self.trustRoots = trustRoots
+      self.clientCertificateChainFile = clientCertificateChainFile
+      self.clientPrivateKeyFile = clientPrivateKeyFile
+      self.serverNameOverride = serverNameOverride
+    }
+
+    /// The system's trust store and the host's own name.
+    public static let `default` = TLS()
+  }
+
+  /// How connections are made and kept, and what a server's answers may hold.
+  public struct Connection: Sendable, Hashable {
+    /// The most connections to the server; more are opened only when the open ones reach the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, which no connection ever exceeds. Default 16.
+    public var maxConnections: Int
+    /// How long a connection attempt (TCP and TLS) may take. Default 20 s.
+    public var connectTimeout: Duration
+    /// How reconnect attempts back off after failures. Default 1 s, ×1.6, ±20 %, at most 120 s.
+    public var reconnectBackoff: RetryBackoff
+    /// A connection silent this long is pinged; nil: never (not recommended: a dead server then goes
+    /// unnoticed until the stream watchdog fires). Default 20 s.
+    public var keepaliveInterval: Duration?
+    /// How long a ping may go unanswered before the connection counts as dead. Default 10 s.
+    public var keepaliveTimeout: Duration
+    /// The largest response message accepted; a larger one fails RESOURCE_EXHAUSTED. Default 4 MiB.
+    public var maxReceiveMessageSize: Int
+    /// The largest response header or trailer block accepted (RFC 9113 §6.5.2 counting); a larger one fails
+    /// RESOURCE_EXHAUSTED. Default 16 KiB.
+    public var maxResponseHeaderListSize: Int
+    /// The `:authority` of every call; default: the TLS name override, else `host:port`.
+    public var authority: String?
+
+    /// Connection settings; every parameter defaults as its property says.
+    public init(
+      maxConnections: Int = 16, connectTimeout: Duration = .seconds(20),
+      reconnectBackoff: RetryBackoff = RetryBackoff(maximum: .seconds(120)),
+      keepaliveInterval: Duration? = .seconds(20), keepaliveTimeout: Duration = .seconds(10),
+      maxReceiveMessageSize: Int = 4 << 20, maxResponseHeaderListSize: Int = 16 << 10, authority: String? = nil
+    ) {
+      self.maxConnections = max(1, maxConnections)
+      self.connectTimeout = connectTimeout
+      self.reconnectBackoff = reconnectBackoff
+      self.keepaliveInterval = keepaliveInterval
+      self.keepaliveTimeout = keepaliveTimeout
+      self.maxReceiveMessageSize = maxReceiveMessageSize
+      self.maxResponseHeaderListSize = maxResponseHeaderListSize
+      self.authority = authority
+    }
+  }
+
   /// The server's host.
   public var host: String
   /// The server's port.
   public var port: Int
   /// TLS (verified; the default) or plaintext.
-  public var security: GRPCChannelConfiguration.Security
+  public var security: Security
   /// The provider (Google Cloud project) ID: trip names must be `providers/{providerID}/trips/…`. A name of
   /// another provider fails with INVALID_ARGUMENT before anything is sent, as a malformed one does.
   public var providerID: String
@@ -32,16 +116,29 @@ public struct JourneySharingConfiguration: Sendable {
   public var authorization: (any AuthorizationProvider)?
   /// Streaming, polling, or streaming with fallback. Default `.auto`.
   public var fetchMode: FetchMode
-  /// Time between polls. Default 5 s (the JS SDK's default and minimum).
+  /// Time between polls of a trip (a ``TripModelOptions`` may set its own). Default 5 s (the JS SDK's
+  /// default and minimum). Each interval is varied by ±10 % so trips do not poll in lockstep.
   public var pollInterval: Duration
+  /// The most GetTrip requests per second over every polled trip of these services: Fleet Engine counts
+  /// them against the project's quota. Requests are spaced at least 1/N seconds apart, so no second holds
+  /// more than N; a poll that would exceed it waits (counted in ``JourneySharingStatistics/requestBudget``).
+  /// Default 100 (6,000 a minute); nil: no cap. Set it below your project's GetTrip quota.
+  public var maxRequestsPerSecond: Double?
   /// The trip view requested. Default `JOURNEY_SHARING_V1S`.
   public var view: TripView
   /// The route format requested. Default lat/lng lists.
   public var routeFormat: PolylineFormatType
   /// The request header sent with every call (SDK type CONSUMER unless changed).
   public var requestHeader: RequestHeader
-  /// Backoff between attempts after errors (and after a stream ends early).
-  public var retryBackoff: ConnectionBackoff
+  /// Backoff between fetches after errors, and after a stream ends before the trip does.
+  /// Default 1 s, ×1.6, ±20 %, at most 30 s.
+  public var retryBackoff: RetryBackoff
+  /// A stream that stayed up this long counts as a success when it ends, and the backoff starts over; a
+  /// shorter one counts as a failure. Default 10 s.
+  public var healthyStreamLifetime: Duration
+  /// When a silent stream counts as dead (UNAVAILABLE, and followed again); nil: never. Default
+  /// ``StreamWatchdog/init(multiple:minimum:maximum:initial:)``'s.
+  public var streamWatchdog: StreamWatchdog?
   /// Deadline of each unary GetTrip. Default 15 s, Fleet Engine's service config.
   public var callTimeout: Duration
   /// A token is fetched again this many seconds before its `exp`. Default 60.
@@ -49,12 +146,8 @@ public struct JourneySharingConfiguration: Sendable {
   /// Threads that run subscriber callbacks. Default 4: up to 3 subscribers can block
   /// inside a callback without delaying any other trip's deliveries.
   public var deliveryThreads: Int
-  /// Connection settings of the underlying channel (security is taken from ``security``). Its
-  /// limits on what a server sends: `maxReceiveMessageSize` (4 MiB; a larger message fails the
-  /// call RESOURCE_EXHAUSTED), `http2Settings.maxHeaderListSize` (16 KiB of response headers or
-  /// trailers; larger fails RESOURCE_EXHAUSTED), and the server's own SETTINGS_MAX_CONCURRENT_STREAMS,
-  /// which is never exceeded (more connections are opened, up to `maxConnections`, 16).
-  public var channel: GRPCChannelConfiguration
+  /// Connections: how many, their keepalive and backoff, and what a server's answer may hold.
+  public var connection: Connection
   /// How much route and how many stops a server's trip may hold (20,000 route points, 100 entries
   /// per list of stops by default). A trip above them is rejected with RESOURCE_EXHAUSTED and the
   /// state held is kept; see ``TripLimits``.
@@ -66,7 +159,7 @@ public struct JourneySharingConfiguration: Sendable {
   public init(
     host: String,
     port: Int,
-    security: GRPCChannelConfiguration.Security = .tls(.default),
+    security: Security = .tls(.default),
     providerID: String,
     authorization: (any AuthorizationProvider)? = nil,
     fetchMode: FetchMode = .auto,
@@ -80,6 +173,7 @@ public struct JourneySharingConfiguration: Sendable {
     self.authorization = authorization
     self.fetchMode = fetchMode
     self.pollInterval = pollInterval
+    self.maxRequestsPerSecond = 100
     self.view = .journeySharingV1S
     self.routeFormat = .latLngListType
     var header = RequestHeader()
@@ -88,12 +182,13 @@ public struct JourneySharingConfiguration: Sendable {
     header.languageCode = "en-US"
     header.regionCode = "US"
     self.requestHeader = header
-    self.retryBackoff = ConnectionBackoff(
-      initialBackoff: .seconds(1), multiplier: 1.6, jitter: 0.2, maxBackoff: .seconds(30))
+    self.retryBackoff = RetryBackoff()
+    self.healthyStreamLifetime = .seconds(10)
+    self.streamWatchdog = StreamWatchdog()
     self.callTimeout = .seconds(15)
     self.tokenRefreshMargin = 60
     self.deliveryThreads = 4
-    self.channel = GRPCChannelConfiguration()
+    self.connection = Connection()
     self.limits = TripLimits()
     self.logger = logger
   }

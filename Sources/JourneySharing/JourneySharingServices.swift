@@ -1,7 +1,6 @@
 // Sources/JourneySharing/JourneySharingServices.swift - the entry point and the trip service
 
 public import GRPCProtocol
-public import HTTP2Transport
 import Logging
 import Synchronization
 import UpdatePipeline
@@ -27,55 +26,107 @@ public final class JourneySharingServices: Sendable {
   /// Creates the services; no connection is made until a trip is followed.
   ///
   /// - Throws: ``GRPCError`` (`INVALID_ARGUMENT`) when the TLS settings cannot be loaded.
-  public init(configuration: JourneySharingConfiguration) throws(GRPCError) {
-    core = try ServicesCore(configuration: configuration)
+  public convenience init(configuration: JourneySharingConfiguration) throws(GRPCError) {
+    self.init(configuration: configuration, transport: try makeDefaultTransport(configuration))
+  }
+
+  /// Creates the services over `transport` (tests use an in-memory one).
+  package init(configuration: JourneySharingConfiguration, transport: any GRPCClientTransport) {
+    core = ServicesCore(configuration: configuration, transport: transport)
     tripService = TripService(core: core)
+  }
+
+  /// The transport's connections and calls, and the request budget's figures.
+  public func statistics() async -> JourneySharingStatistics {
+    JourneySharingStatistics(
+      connections: await core.transport.statistics(), requestBudget: core.budget.statistics,
+      tripModels: tripService.allTripModels.count, activeTripModels: tripService.activeTripModels.count)
   }
 
   /// The connection pool's counters: connections open, calls active and queued, connection attempts
   /// and failures, and the backoff delays chosen after recent failures.
-  public func connectionStats() async -> GRPCChannelStats {
-    await core.channel.stats()
+  public func connectionStats() async -> GRPCTransportStatistics {
+    await core.transport.statistics()
   }
 
   /// Stops following every trip and closes the connections.
   public func shutdown() async {
     for model in tripService.allTripModels { model.follower.stopAll() }
-    await core.channel.shutdown()
+    await core.transport.shutdown()
     core.executor.shutdown()
   }
 }
 
-/// What every trip model shares: configuration, channel, delivery threads.
+/// A snapshot of what ``JourneySharingServices`` is doing.
+public struct JourneySharingStatistics: Sendable, Hashable {
+  /// Connections and calls.
+  public var connections: GRPCTransportStatistics
+  /// The GetTrip request budget (``JourneySharingConfiguration/maxRequestsPerSecond``): requests, and
+  /// those that waited for it.
+  public var requestBudget: RequestBudgetStatistics
+  /// Models that exist.
+  public var tripModels: Int
+  /// Models following their trip now.
+  public var activeTripModels: Int
+}
+
+/// What every trip model shares: configuration, transport, delivery threads, request budget.
 final class ServicesCore: Sendable {
   let configuration: JourneySharingConfiguration
-  let channel: GRPCChannel
+  let transport: any GRPCClientTransport
   let executor: DeliveryExecutor
+  let budget: RequestBudget
+  private let schedulers: [any GRPCScheduler]
+  private let wakers: [ObjectIdentifier: DeliveryWaker]
   var logger: Logger { configuration.logger }
 
-  init(configuration: JourneySharingConfiguration) throws(GRPCError) {
+  init(configuration: JourneySharingConfiguration, transport: any GRPCClientTransport) {
     self.configuration = configuration
-    var channelConfiguration = configuration.channel
-    channelConfiguration.security = configuration.security
-    channel = try GRPCChannel(
-      host: configuration.host, port: configuration.port, configuration: channelConfiguration,
-      logger: configuration.logger)
-    executor = DeliveryExecutor(threads: max(1, configuration.deliveryThreads), name: "journeysharing-delivery")
+    self.transport = transport
+    let executor = DeliveryExecutor(threads: max(1, configuration.deliveryThreads), name: "journeysharing-delivery")
+    self.executor = executor
+    self.budget = RequestBudget(requestsPerSecond: configuration.maxRequestsPerSecond)
+    let schedulers = transport.schedulers
+    precondition(!schedulers.isEmpty, "a transport has at least one scheduler")
+    self.schedulers = schedulers
+    var wakers: [ObjectIdentifier: DeliveryWaker] = [:]
+    for scheduler in schedulers {
+      wakers[ObjectIdentifier(scheduler)] = DeliveryWaker(scheduler: scheduler, executor: executor)
+    }
+    self.wakers = wakers
   }
 
-  /// Loop state: whether a wake of the delivery threads is scheduled.
-  private nonisolated(unsafe) var deliveryWakeScheduled = false
+  /// The scheduler a trip's following runs on: the same for a name every time.
+  func scheduler(forTrip name: String) -> any GRPCScheduler {
+    schedulers.count == 1 ? schedulers[0] : schedulers[Int(UInt(bitPattern: name.hashValue) % UInt(schedulers.count))]
+  }
 
-  /// After delivery jobs were queued without waking: wakes the delivery threads once the event loop has
-  /// handled the current event (a socket read with any number of messages) rather than once per queued
-  /// delivery, one futex wake per batch instead of one per message (the executor itself wakes one every
-  /// ``DeliveryExecutor/wakeBatch`` jobs meanwhile). Event loop only.
-  func requestDeliveryWake() {
-    channel.loop.assertInEventLoop()
-    guard !deliveryWakeScheduled else { return }
-    deliveryWakeScheduled = true
-    channel.loop.executeSoon { [self] in
-      deliveryWakeScheduled = false
+  /// After delivery jobs were queued without waking: wakes the delivery threads once `scheduler` has
+  /// handled its current event (a socket read with any number of messages) rather than once per queued
+  /// delivery (the executor itself wakes one every ``DeliveryExecutor/wakeBatch`` jobs meanwhile).
+  func requestDeliveryWake(on scheduler: any GRPCScheduler) {
+    wakers[ObjectIdentifier(scheduler)]?.request()
+  }
+}
+
+/// Wakes the delivery threads once per scheduler event. `@unchecked Sendable`: `scheduled` is touched only
+/// on `scheduler`.
+final class DeliveryWaker: @unchecked Sendable {
+  private let scheduler: any GRPCScheduler
+  private let executor: DeliveryExecutor
+  private var scheduled = false
+
+  init(scheduler: any GRPCScheduler, executor: DeliveryExecutor) {
+    self.scheduler = scheduler
+    self.executor = executor
+  }
+
+  /// On the scheduler: schedules one wake after the current event, unless one is scheduled.
+  func request() {
+    guard !scheduled else { return }
+    scheduled = true
+    scheduler.executeSoon { [self] in
+      scheduled = false
       executor.wakeIfNeeded()
     }
   }
@@ -112,10 +163,16 @@ public final class TripService: Sendable {
   /// model for as long as that model is held or has subscribers. An invalid name still gives a model,
   /// whose subscribers get INVALID_ARGUMENT at once (nothing is sent).
   public func tripModel(forTripName tripName: String) -> TripModel {
+    tripModel(forTripName: tripName, options: nil)
+  }
+
+  /// The model of `tripName`, made with `options` if it does not exist yet (an existing model keeps its
+  /// own; set ``TripModel/options`` to change them).
+  public func tripModel(forTripName tripName: String, options: TripModelOptions?) -> TripModel {
     models.withLock { models in
       if let model = models.byName[tripName]?.model { return model }
       models.sweepIfDue()
-      let model = TripModel(tripName: tripName, services: core)
+      let model = TripModel(tripName: tripName, services: core, options: options ?? TripModelOptions())
       models.byName[tripName] = Models.Entry(model: model)
       return model
     }
@@ -129,5 +186,10 @@ public final class TripService: Sendable {
   /// Every model that exists now.
   public var allTripModels: [TripModel] {
     models.withLock { $0.byName.values.compactMap(\.model) }
+  }
+
+  /// The models following their trip now (the SDK's `activeTripModels`).
+  public var activeTripModels: [TripModel] {
+    allTripModels.filter(\.isActive)
   }
 }

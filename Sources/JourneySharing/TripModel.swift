@@ -32,8 +32,11 @@ public final class TripModel: Sendable {
   public let tripName: String
   /// The parsed name, or nil when the name is invalid (then every fetch fails INVALID_ARGUMENT).
   public let parsedName: TripName?
-  let follower: TripFollower
+  let follower: TripCoordinator
   private let registrations = Locked<Registrations>(Registrations())
+  private let optionsStore: Locked<TripModelOptions>
+  /// Health figures the coordinator writes and anyone may read.
+  let healthCell = TripHealthCell()
 
   /// The subscribers and update streams, and the model's hold on itself while it has any.
   private struct Registrations {
@@ -49,12 +52,29 @@ public final class TripModel: Sendable {
     mutating func retain(_ model: TripModel) { retainer = count > 0 ? model : nil }
   }
 
-  init(tripName: String, services: ServicesCore) {
+  init(tripName: String, services: ServicesCore, options: TripModelOptions) {
     self.tripName = tripName
     self.parsedName = TripName(parsing: tripName)
-    self.follower = TripFollower(tripName: tripName, parsedName: parsedName, services: services)
+    self.optionsStore = Locked(options)
+    self.follower = TripCoordinator(
+      tripName: tripName, parsedName: parsedName, services: services, health: healthCell)
     follower.model = self
   }
+
+  // MARK: - Options and health
+
+  /// This trip's own settings: poll interval, request header and trace id (each nil: the services'
+  /// configuration). A change applies from the next request.
+  public var options: TripModelOptions {
+    get { optionsStore.withLock { $0 } }
+    set { optionsStore.withLock { $0 = newValue } }
+  }
+
+  /// How fetching this trip is going: the last success, the failures since, and since when the data is stale.
+  public var health: TripModelHealth { healthCell.snapshot }
+
+  /// Whether the model is following its trip now (it has subscribers and the trip has not ended).
+  public var isActive: Bool { healthCell.isActive }
 
   // MARK: - Subscribers
 
@@ -202,17 +222,6 @@ final class SubscriberJob: DeliveryJob, Deliverable {
     mailbox.close()
     gate.close()
   }
-}
-
-/// What the follower hands events to: subscriber jobs and update streams.
-protocol Deliverable: AnyObject, Sendable {
-  /// Hands `event` over; returns whether a delivery job was queued (that needs a wake, see
-  /// ``ServicesCore/requestDeliveryWake()``).
-  @discardableResult
-  func offer(_ event: TripModelEvent, changes: UInt64) -> Bool
-  /// Takes back an event offered but not delivered yet (its change bits stay owed and go with the next
-  /// offer), so that the snapshot it holds can be updated in place. Returns whether one was taken back.
-  func reclaimPending() -> Bool
 }
 
 /// An ``TripModel/updates()`` sequence's link to the model.

@@ -1,12 +1,11 @@
 // Sources/JourneySharing/TripPipelineHarness.swift - the per-update path without the network, for benchmarks
 //
-// SPI, not API: `@_spi(Benchmarks) import JourneySharing` reaches it. It runs exactly what
-// a followed trip runs for each streaming message after decoding (TripState.apply: merge,
-// derive, diff; then the hand-off to each subscriber's mailbox and the delivery threads'
-// callbacks), driven by the caller's thread instead of the event loop.
+// SPI, not API: `@_spi(Benchmarks) import JourneySharing` reaches it. It runs exactly what a followed
+// trip runs for each streaming message after decoding (``TripPipeline``: merge, derive, diff, offer to
+// each subscriber's mailbox; then the delivery threads' callbacks), driven by the caller's thread
+// instead of a transport's scheduler.
 
 public import FleetEngineMessages
-import HTTP2Transport
 import UpdatePipeline
 
 /// Trips fed by the caller instead of a server, each with one registered subscriber: what
@@ -18,7 +17,7 @@ public final class TripPipelineHarness: @unchecked Sendable {
   private let services: JourneySharingServices
   private let models: [TripModel]
   private let jobs: [SubscriberJob]
-  private var states: [TripState]
+  private var pipelines: [TripPipeline]
 
   /// `tripCount` trips named `providers/bench/trips/trip-{i}`, each with `subscriber` registered
   /// (without following anything), and `deliveryThreads` delivery threads.
@@ -29,40 +28,39 @@ public final class TripPipelineHarness: @unchecked Sendable {
     services = try JourneySharingServices(configuration: configuration)
     var models: [TripModel] = []
     var jobs: [SubscriberJob] = []
-    var states: [TripState] = []
+    var pipelines: [TripPipeline] = []
     models.reserveCapacity(tripCount)
     for index in 0..<tripCount {
       let model = services.tripService.tripModel(forTripName: "providers/bench/trips/trip-\(index)")
+      let job = SubscriberJob(model: model, subscriber: subscriber, executor: services.core.executor)
+      var pipeline = TripPipeline(tripID: "trip-\(index)")
+      pipeline.add(job)
       models.append(model)
-      jobs.append(SubscriberJob(model: model, subscriber: subscriber, executor: services.core.executor))
-      states.append(TripState(tripID: "trip-\(index)"))
+      jobs.append(job)
+      pipelines.append(pipeline)
     }
     self.models = models
     self.jobs = jobs
-    self.states = states
+    self.pipelines = pipelines
   }
 
   /// The number of trips.
-  public var tripCount: Int { states.count }
+  public var tripCount: Int { pipelines.count }
 
-  /// Runs one update through trip `index`'s pipeline: merge, derive, diff, and (when something
-  /// changed) hand-off to the subscriber's mailbox, scheduling a delivery if none is pending.
-  /// Returns the changed property bits.
+  /// Runs one update through trip `index`'s pipeline: merge, derive, diff, and (when something changed)
+  /// hand-off to the subscriber's mailbox, scheduling a delivery if none is pending. Returns the changed
+  /// property bits.
   @discardableResult
   public func push(_ update: TripUpdate, toTrip index: Int) -> TripPropertyFields {
-    // As the follower does: take back an undelivered event so the snapshot can be updated in place.
-    let reclaimed = jobs[index].reclaimPending()
-    let changes = states[index].apply(update)
-    if !changes.isEmpty || reclaimed {
-      let event = TripModelEvent(snapshot: states[index].snapshot, error: nil, modelState: .active)
-      // As the follower does: queue without waking; the delivery threads wake once per batch.
-      jobs[index].offer(event, changes: changes.rawValue)
+    let outcome = pipelines[index].apply(update, within: nil) {
+      TripModelEvent(snapshot: $0, error: nil, modelState: .active)
     }
+    guard case .applied(let changes, _) = outcome else { return [] }
     return changes
   }
 
-  /// Wakes the delivery threads for what was queued (the follower does this at the end of each socket
-  /// read); call after a batch of pushes.
+  /// Wakes the delivery threads for what was queued (a scheduler does this after each socket read); call
+  /// after a batch of pushes.
   public func flush() {
     services.core.executor.wakeIfNeeded()
   }

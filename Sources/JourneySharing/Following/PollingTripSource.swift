@@ -1,0 +1,147 @@
+// Sources/JourneySharing/Following/PollingTripSource.swift - a trip polled with Fleet Engine's unary GetTrip
+//
+// One GetTrip at a time, carrying the *_version fields of what is held so unchanged parts are not sent
+// again. After each answer the next poll is due one interval later, varied by ±10 % so that trips that
+// started together drift apart instead of polling in lockstep; every poll first reserves its time in the
+// services-wide request budget, so the whole process never sends more than the budget allows.
+
+import FleetEngineMessages
+import GRPCProtocol
+
+/// Polls a trip (or, with no interval, fetches it once per `start()`, for a refresh beside a stream).
+/// Confined to the trip's scheduler.
+final class PollingTripSource: TripSource {
+  /// How much each interval varies, up or down, so polls spread over the interval.
+  static let intervalJitter = 0.1
+
+  private unowned let owner: any TripSourceOwner
+  private let transport: any GRPCClientTransport
+  private let scheduler: any GRPCScheduler
+  private let budget: RequestBudget
+  /// Time between polls; nil polls once per `start()`.
+  private let interval: () -> Duration?
+  private var random: SplitMix64
+  private var call: GRPCCallHandle?
+  private var inFlight = false
+  private var timer: GRPCTimerID?
+  private var stopped = false
+
+  init(
+    owner: any TripSourceOwner, transport: any GRPCClientTransport, scheduler: any GRPCScheduler,
+    budget: RequestBudget, interval: (() -> Duration)?
+  ) {
+    self.owner = owner
+    self.transport = transport
+    self.scheduler = scheduler
+    self.budget = budget
+    self.interval = interval ?? { nil }
+    self.random = SplitMix64(seed: UInt64(truncatingIfNeeded: ObjectIdentifier(owner).hashValue))
+  }
+
+  /// Polls as soon as the budget allows (cancelling a poll scheduled later).
+  func start() {
+    guard !stopped, !inFlight else { return }
+    schedule(wanted: scheduler.monotonicNanoseconds)
+  }
+
+  func refresh() { start() }
+
+  func stop() {
+    stopped = true
+    if let timer { scheduler.cancelTimer(timer) }
+    timer = nil
+    call?.cancel()
+    call = nil
+  }
+
+  /// Reserves a time at or after `wanted` in the budget and polls then.
+  private func schedule(wanted: UInt64) {
+    if let timer { scheduler.cancelTimer(timer) }
+    let time = budget.reserve(at: wanted)
+    let now = scheduler.monotonicNanoseconds
+    timer = scheduler.scheduleTimer(after: .nanoseconds(Int64(clamping: time > now ? time - now : 0))) {
+      [weak self] in
+      guard let self else { return }
+      self.timer = nil
+      self.poll()
+    }
+  }
+
+  private func poll() {
+    guard !stopped, !inFlight else { return }
+    inFlight = true
+    owner.withToken { [weak self] token in
+      guard let self, !self.stopped else { return }
+      switch token {
+      case .success(let token): self.send(token: token)
+      case .failure(let error):
+        self.inFlight = false
+        self.owner.source(self, failed: error, isRefresh: self.isRefresher)
+      }
+    }
+  }
+
+  private var isRefresher: Bool { interval() == nil }
+
+  private func send(token: String?) {
+    let parameters = owner.requestParameters
+    var request = GetTripRequest()
+    request.header = parameters.header
+    request.name = parameters.name
+    request.view = parameters.view
+    request.routeFormatType = parameters.routeFormat
+    request.setVersions(holding: owner.heldTrip)
+    let handler = PollSink(source: self, request: request, sentAfterUpdates: owner.appliedUpdates)
+    call = transport.startCall(
+      path: FleetEngineMethods.unaryGetTrip, request: request.serializedBytes(), kind: .unary,
+      options: CallOptions(token: token, timeout: parameters.callTimeout), on: scheduler, handler: handler)
+  }
+
+  fileprivate func answered(
+    _ status: GRPCStatus, trailers: GRPCMetadata, message: [UInt8]?, request: GetTripRequest, sentAfterUpdates: Int
+  ) {
+    call = nil
+    inFlight = false
+    guard !stopped else { return }
+    guard status.code == .ok else {
+      owner.source(self, failed: GRPCError(status: status, trailers: trailers), isRefresh: isRefresher)
+      return
+    }
+    let trip: Trip
+    do {
+      trip = try Trip(serializedBytes: message ?? [], options: owner.limits.decodingOptions)
+    } catch {
+      owner.source(self, failed: owner.limits.decodeError(error, what: "Trip"), isRefresh: isRefresher)
+      return
+    }
+    owner.source(self, polled: trip, request: request, sentAfterUpdates: sentAfterUpdates)
+    // The next poll: one interval from now, varied so trips drift apart.
+    if let interval = interval(), !stopped {
+      let factor = Double.random(in: (1 - Self.intervalJitter)...(1 + Self.intervalJitter), using: &random)
+      schedule(wanted: scheduler.monotonicNanoseconds &+ Duration.seconds(interval.seconds * factor).nanoseconds)
+    }
+  }
+}
+
+/// Receives one poll's callbacks on the trip's scheduler. `@unchecked Sendable`: `message` is only touched
+/// there, by the call's callbacks.
+private final class PollSink: GRPCCallHandler, @unchecked Sendable {
+  let source: PollingTripSource
+  let request: GetTripRequest
+  let sentAfterUpdates: Int
+  private var message: [UInt8]?
+
+  init(source: PollingTripSource, request: GetTripRequest, sentAfterUpdates: Int) {
+    self.source = source
+    self.request = request
+    self.sentAfterUpdates = sentAfterUpdates
+  }
+
+  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    self.message = [UInt8](message)
+  }
+
+  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
+    source.answered(status, trailers: trailers, message: message, request: request, sentAfterUpdates: sentAfterUpdates)
+  }
+}

@@ -1,0 +1,206 @@
+// Sources/JourneySharing/Following/StreamingTripSource.swift - a trip pushed over a server stream
+//
+// One StreamTripRequest, then TripUpdates: the whole trip first, then what changed. The stream's
+// messages are decoded here, with the decode limits, and handed to the coordinator one by one, on the
+// scheduler that runs the call's callbacks (no hop, no copy of the bytes). A watchdog notices a stream
+// that goes silent: a server that stopped answering (its connection may look alive) is UNAVAILABLE
+// after a few update intervals, and the coordinator reconnects.
+
+import FleetEngineMessages
+import GRPCProtocol
+
+/// When a silent stream counts as dead: after `multiple` times the usual gap between its messages (an
+/// average of the gaps seen), but never sooner than `minimum` nor later than `maximum`; before two
+/// messages have arrived, after `initial`.
+public struct StreamWatchdog: Sendable, Hashable {
+  /// How many usual gaps of silence end the stream. Default 4.
+  public var multiple: Double
+  /// The shortest silence that ends it. Default 5 s.
+  public var minimum: Duration
+  /// The longest silence tolerated however slow the stream was. Default 120 s.
+  public var maximum: Duration
+  /// The silence tolerated before the gap is known (the first two messages). Default 30 s.
+  public var initial: Duration
+
+  /// A watchdog; every parameter defaults as its property says.
+  public init(
+    multiple: Double = 4, minimum: Duration = .seconds(5), maximum: Duration = .seconds(120),
+    initial: Duration = .seconds(30)
+  ) {
+    self.multiple = max(1, multiple)
+    self.minimum = minimum
+    self.maximum = max(maximum, minimum)
+    self.initial = initial
+  }
+
+  /// The silence that ends a stream whose messages came `averageGap` apart (nil: not known yet).
+  func timeout(averageGap: Double?) -> Duration {
+    guard let averageGap else { return initial }
+    return min(max(.seconds(averageGap * multiple), minimum), maximum)
+  }
+}
+
+/// Follows a trip over the streaming GetTrip. Confined to the trip's scheduler.
+final class StreamingTripSource: TripSource {
+  private unowned let owner: any TripSourceOwner
+  private let transport: any GRPCClientTransport
+  private let scheduler: any GRPCScheduler
+  private let watchdog: StreamWatchdog?
+  /// The poller that runs a `refresh()` beside the stream.
+  private let refresher: PollingTripSource
+  private var call: GRPCCallHandle?
+  private var sink: StreamSink?
+  private var stopped = false
+  // The stream under way.
+  private var startedAt: UInt64 = 0
+  private var lastMessageAt: UInt64 = 0
+  private var messages = 0
+  private var averageGap: Double?
+  private var watchdogTimer: GRPCTimerID?
+
+  init(
+    owner: any TripSourceOwner, transport: any GRPCClientTransport, scheduler: any GRPCScheduler,
+    watchdog: StreamWatchdog?, budget: RequestBudget
+  ) {
+    self.owner = owner
+    self.transport = transport
+    self.scheduler = scheduler
+    self.watchdog = watchdog
+    self.refresher = PollingTripSource(
+      owner: owner, transport: transport, scheduler: scheduler, budget: budget, interval: nil)
+  }
+
+  func start() {
+    // One stream at a time: a retry scheduled after a failed refresh() finds the stream still open.
+    guard call == nil, !stopped else { return }
+    owner.withToken { [weak self] token in
+      guard let self, !self.stopped, self.call == nil else { return }
+      switch token {
+      case .success(let token): self.open(token: token)
+      case .failure(let error): self.owner.source(self, failed: error, isRefresh: false)
+      }
+    }
+  }
+
+  func stop() {
+    stopped = true
+    refresher.stop()
+    abandon()
+  }
+
+  func refresh() {
+    guard !stopped else { return }
+    refresher.start()
+  }
+
+  private func open(token: String?) {
+    let parameters = owner.requestParameters
+    var request = StreamTripRequest()
+    request.header = parameters.header
+    request.name = parameters.name
+    request.view = parameters.view
+    request.routeFormatType = parameters.routeFormat
+    let sink = StreamSink(source: self)
+    self.sink = sink
+    startedAt = scheduler.monotonicNanoseconds
+    lastMessageAt = startedAt
+    messages = 0
+    averageGap = nil
+    call = transport.startCall(
+      path: FleetEngineMethods.streamingGetTrip, request: request.serializedBytes(), kind: .serverStreaming,
+      options: CallOptions(token: token, timeout: nil), on: scheduler, handler: sink)
+    armWatchdog()
+  }
+
+  /// Cancels the stream without reporting it: its sink goes deaf first, so messages still queued behind a
+  /// refused one (same socket read) are not applied and the CANCELLED status the cancel produces is not
+  /// reported over the error that caused it.
+  private func abandon() {
+    sink?.abandoned = true
+    sink = nil
+    call?.cancel()
+    call = nil
+    if let watchdogTimer { scheduler.cancelTimer(watchdogTimer) }
+    watchdogTimer = nil
+  }
+
+  fileprivate func received(_ bytes: UnsafeRawBufferPointer) {
+    let now = scheduler.monotonicNanoseconds
+    if messages > 0 {
+      // The usual gap: an exponentially weighted average, so one slow message does not stretch it.
+      let gap = Double(now &- lastMessageAt) / 1e9
+      averageGap = averageGap.map { $0 * 0.8 + gap * 0.2 } ?? gap
+    }
+    messages += 1
+    lastMessageAt = now
+    let update: TripUpdate
+    do {
+      update = try TripUpdate(serializedBuffer: bytes, options: owner.limits.decodingOptions)
+    } catch {
+      abandon()
+      owner.source(self, failed: owner.limits.decodeError(error, what: "TripUpdate"), isRefresh: false)
+      return
+    }
+    if !owner.source(self, received: update) { abandon() }
+  }
+
+  fileprivate func finished(_ status: GRPCStatus, trailers: GRPCMetadata) {
+    let lifetime = Duration.nanoseconds(Int64(clamping: scheduler.monotonicNanoseconds &- startedAt))
+    let count = messages
+    call = nil
+    sink = nil
+    if let watchdogTimer { scheduler.cancelTimer(watchdogTimer) }
+    watchdogTimer = nil
+    owner.source(self, streamEnded: status, trailers: trailers, lifetime: lifetime, messages: count)
+  }
+
+  /// Checks for silence when the current timeout would run out after the last message; re-arms itself
+  /// while messages keep coming, so a message costs no timer operation.
+  private func armWatchdog() {
+    guard let watchdog else { return }
+    let timeout = watchdog.timeout(averageGap: averageGap).nanoseconds
+    let due = lastMessageAt &+ timeout
+    let now = scheduler.monotonicNanoseconds
+    watchdogTimer = scheduler.scheduleTimer(after: .nanoseconds(Int64(clamping: due > now ? due - now : 0))) {
+      [weak self] in
+      guard let self, self.call != nil else { return }
+      self.watchdogTimer = nil
+      let silence = self.scheduler.monotonicNanoseconds &- self.lastMessageAt
+      let limit = watchdog.timeout(averageGap: self.averageGap)
+      if silence < limit.nanoseconds {
+        self.armWatchdog()
+        return
+      }
+      // Dead air: drop the stream and report it as the server being unavailable.
+      let lifetime = Duration.nanoseconds(Int64(clamping: self.scheduler.monotonicNanoseconds &- self.startedAt))
+      let count = self.messages
+      self.abandon()
+      let seconds = (Double(silence) / 1e9 * 10).rounded() / 10
+      self.owner.source(
+        self,
+        streamEnded: GRPCStatus(
+          code: .unavailable, message: "no update on the stream for \(seconds) s (watchdog: the server went silent)"),
+        trailers: GRPCMetadata(), lifetime: lifetime, messages: count)
+    }
+  }
+}
+
+/// Receives one stream's callbacks on the trip's scheduler and forwards them, until the source abandons
+/// the stream. `@unchecked Sendable`: `abandoned` is only touched on that scheduler, which runs every
+/// callback of the call and every source method that sets it.
+private final class StreamSink: GRPCCallHandler, @unchecked Sendable {
+  let source: StreamingTripSource
+  var abandoned = false
+
+  init(source: StreamingTripSource) { self.source = source }
+
+  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    guard !abandoned else { return }
+    source.received(message)
+  }
+
+  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
+    guard !abandoned else { return }
+    source.finished(status, trailers: trailers)
+  }
+}
