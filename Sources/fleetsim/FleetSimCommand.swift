@@ -97,6 +97,26 @@ struct FleetSimCommand: AsyncParsableCommand {
   @Option(name: .customLong("max-concurrent-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS per connection.")
   var maxConcurrentStreams: UInt32 = 1000
 
+  @Option(
+    name: .customLong("max-connections"),
+    help: "Connections open at once; more are accepted and closed at once.")
+  var maxConnections = 1024
+
+  @Option(
+    name: .customLong("idle-timeout"),
+    help: "Seconds a connection may have no open stream before it gets GOAWAY and is closed (0: never).")
+  var idleTimeout = 300.0
+
+  @Option(
+    name: .customLong("max-connection-request-bytes"),
+    help: "Bytes of requests still arriving one connection may hold; a request above it is RESOURCE_EXHAUSTED.")
+  var maxConnectionRequestBytes = 16 << 20
+
+  @Option(
+    name: .customLong("max-request-bytes"),
+    help: "Bytes of requests still arriving all connections together may hold.")
+  var maxRequestBytes = 64 << 20
+
   func validate() throws {
     guard trips >= 0 else { throw ValidationError("--trips must be ≥ 0") }
     guard speedup > 0, updateInterval > 0 else { throw ValidationError("--speedup and --update-interval must be > 0") }
@@ -115,6 +135,11 @@ struct FleetSimCommand: AsyncParsableCommand {
     guard loadRate == nil || !loadSaturate else { throw ValidationError("give --load-rate or --load-saturate, not both") }
     if let loadRate, !(loadRate > 0 && loadRate.isFinite) { throw ValidationError("--load-rate must be > 0") }
     guard maxConcurrentStreams > 0 else { throw ValidationError("--max-concurrent-streams must be > 0") }
+    guard maxConnections > 0 else { throw ValidationError("--max-connections must be > 0") }
+    guard idleTimeout >= 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout must be ≥ 0") }
+    guard maxConnectionRequestBytes > 0, maxRequestBytes > 0 else {
+      throw ValidationError("--max-connection-request-bytes and --max-request-bytes must be > 0")
+    }
   }
 
   static func statusCode(_ text: String) -> GRPCStatusCode? {
@@ -168,8 +193,11 @@ struct FleetSimCommand: AsyncParsableCommand {
     signal(SIGPIPE, SIG_IGN)
     let sim: FleetSim
     do {
-      sim = try FleetSim(configuration: configuration, listen: GRPCServerConfiguration(
-          host: host, port: port, tls: tls, maxConcurrentStreams: maxConcurrentStreams))
+      let listen = GRPCServerConfiguration(
+        host: host, port: port, tls: tls, maxConcurrentStreams: maxConcurrentStreams,
+        maxRequestBytesPerConnection: maxConnectionRequestBytes, maxRequestBytes: maxRequestBytes,
+        maxConnections: maxConnections, idleTimeout: idleTimeout > 0 ? Self.seconds(idleTimeout) : nil)
+      sim = try FleetSim(configuration: configuration, listen: listen)
       let bound = try sim.start()
       print("listening on \(host.contains(":") ? "[\(host)]" : host):\(bound)")
     } catch {
@@ -185,11 +213,19 @@ struct FleetSimCommand: AsyncParsableCommand {
       if let duration, now - started >= duration { break }
       if statsInterval > 0, now - lastStats >= statsInterval {
         lastStats = now
-        print("stats: \(await sim.stats())")
+        print("stats: \(await sim.stats()) \(Self.describe(await sim.serverStats()))")
       }
     }
-    print("stats: \(await sim.stats())")
+    print("stats: \(await sim.stats()) \(Self.describe(await sim.serverStats()))")
     await sim.shutdown()
+  }
+
+  /// The server's connection and request-bound counters, as `key=value` pairs for the stats line.
+  static func describe(_ stats: GRPCServerStats) -> String {
+    "connections=\(stats.connectionsAccepted) connections_open=\(stats.openConnections) "
+      + "connections_refused=\(stats.connectionsRefused) connections_closed_idle=\(stats.connectionsClosedIdle) "
+      + "accept_pauses=\(stats.acceptPauses) requests_refused=\(stats.requestsRefused) "
+      + "request_bytes=\(stats.bufferedRequestBytes) peak_request_bytes=\(stats.peakBufferedRequestBytes)"
   }
 
   static func unixNow() -> Double {
