@@ -25,6 +25,10 @@ struct FleetSimCommand: AsyncParsableCommand {
       function of --seed, the trip index and the time elapsed since --start-time, so a server restarted with \
       the same flags continues the same trips. The first line of output is `listening on HOST:PORT`; stats \
       lines (`stats: key=value …`) follow every --stats-interval seconds and at exit.
+
+      With --jwt-secret or --jwt-public-key, every call needs a token whose claims pass Fleet Engine's checks: \
+      aud https://fleetengine.googleapis.com/, iss equal to sub (and to --jwt-issuer when given), iat and exp \
+      at most an hour apart, iat at most 30 s ahead, exp not passed; and authorization.tripid the trip or *.
       """)
 
   @Option(help: "Address to listen on, HOST:PORT (port 0 picks one).")
@@ -53,6 +57,11 @@ struct FleetSimCommand: AsyncParsableCommand {
 
   @Option(name: .customLong("jwt-public-key"), help: "Require RS256 JWTs verified with this PEM public key file.")
   var jwtPublicKey: String?
+
+  @Option(
+    name: .customLong("jwt-issuer"),
+    help: "Require JWTs whose iss (and sub) is this issuer, a service account's email (default: any iss equal to sub).")
+  var jwtIssuer: String?
 
   @Option(name: .customLong("tls-cert"), help: "Serve TLS with this PEM certificate chain.")
   var tlsCert: String?
@@ -128,6 +137,12 @@ struct FleetSimCommand: AsyncParsableCommand {
     guard jwtSecret == nil || jwtPublicKey == nil else {
       throw ValidationError("give --jwt-secret or --jwt-public-key, not both")
     }
+    if let jwtIssuer {
+      guard jwtSecret != nil || jwtPublicKey != nil else {
+        throw ValidationError("--jwt-issuer needs --jwt-secret or --jwt-public-key")
+      }
+      guard !jwtIssuer.isEmpty else { throw ValidationError("--jwt-issuer must not be empty") }
+    }
     guard TripName(providerID: provider, tripID: "trip-0") != nil else {
       throw ValidationError("--provider must be a valid provider ID (lowercase letters, digits, hyphens)")
     }
@@ -162,12 +177,12 @@ struct FleetSimCommand: AsyncParsableCommand {
     cls_line_buffer_stdout()
     let (host, port) = try Self.hostAndPort(listen)
     var auth: FleetSimConfiguration.Auth?
-    if let jwtSecret { auth = .hs256(secret: Array(jwtSecret.utf8)) }
+    if let jwtSecret { auth = .hs256(secret: Array(jwtSecret.utf8), expectedIssuer: jwtIssuer) }
     if let jwtPublicKey {
       guard let pem = Self.readFile(jwtPublicKey) else {
         throw ValidationError("cannot read --jwt-public-key \(jwtPublicKey)")
       }
-      auth = .rs256(publicKeyPEM: pem)
+      auth = .rs256(publicKeyPEM: pem, expectedIssuer: jwtIssuer)
     }
     var simulation = SimulationConfiguration()
     simulation.provider = provider

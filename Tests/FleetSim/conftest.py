@@ -215,18 +215,21 @@ class FleetSimJWT:
 
     @staticmethod
     def claims(trip_id: str | None = "*", expires_in: float = 3600, **extra) -> dict:
-        """Fleet Engine consumer claims; `trip_id=None` leaves out authorization.tripid."""
+        """Fleet Engine consumer claims; `trip_id=None` leaves out authorization.tripid. As Fleet
+        Engine (and FleetSim) require: aud is Fleet Engine's, iss = sub (a service account), and at
+        most an hour between iat and exp. `extra` replaces or adds claims; a value of None removes one."""
         now = int(time.time())
+        exp = now + int(expires_in)
         claims = {
             "iss": "fleetsim-tests@example.iam.gserviceaccount.com",
             "sub": "fleetsim-tests@example.iam.gserviceaccount.com",
             "aud": "https://fleetengine.googleapis.com/",
-            "iat": min(now, now + int(expires_in)) - 60,
-            "exp": now + int(expires_in),
+            "iat": max(exp - 3600, min(now, exp) - 60),
+            "exp": exp,
             "authorization": {"tripid": trip_id} if trip_id is not None else {"vehicleid": "vehicle-1"},
         }
         claims.update(extra)
-        return claims
+        return {name: value for name, value in claims.items() if value is not None}
 
     @staticmethod
     def _signing_input(alg: str, claims: dict) -> str:
