@@ -276,10 +276,14 @@ final class TripFollower: @unchecked Sendable {
     guard generation == self.generation, following else { return }
     let update: TripUpdate
     do {
-      update = try TripUpdate(serializedBuffer: bytes)
+      update = try TripUpdate(serializedBuffer: bytes, options: configuration.limits.decodingOptions)
     } catch {
       abandonStream()
-      failed(GRPCError(code: .internalError, message: "malformed TripUpdate from the server: \(error)"))
+      if let violation = configuration.limits.violation(decoding: error) {
+        rejected(violation.message)  // RESOURCE_EXHAUSTED, as for a trip above the limits after decoding
+      } else {
+        failed(GRPCError(code: .internalError, message: "malformed TripUpdate from the server: \(error)"))
+      }
       return
     }
     // Events still waiting in mailboxes hold the current snapshot: take them back so the update can go
@@ -375,9 +379,13 @@ final class TripFollower: @unchecked Sendable {
     }
     let response: Trip
     do {
-      response = try Trip(serializedBytes: message ?? [])
+      response = try Trip(serializedBytes: message ?? [], options: configuration.limits.decodingOptions)
     } catch {
-      failed(GRPCError(code: .internalError, message: "malformed Trip from the server: \(error)"))
+      if let violation = configuration.limits.violation(decoding: error) {
+        rejected(violation.message)
+      } else {
+        failed(GRPCError(code: .internalError, message: "malformed Trip from the server: \(error)"))
+      }
       return
     }
     let merged = Self.merge(response: response, into: trip, request: request)
