@@ -61,7 +61,7 @@ python-test:
 	TRIPWATCH=$(BUILD_DIR)/tripwatch \
 	FLEETSIM=$(BUILD_DIR)/fleetsim \
 	  $(VENV_PY) -m pytest -q -s Tests/Differential Tests/Interop Tests/Conformance Tests/FleetSim \
-	    Tests/FleetEngineFake Tests/Tools Tests/Readme
+	    Tests/FleetEngineFake Tests/Readme
 
 ## test-tsan: the concurrency tests of the delivery pipeline and the channel under ThreadSanitizer.
 ## The consumer API's tests follow simulated trips in wall-clock time and are too timing-sensitive

@@ -108,7 +108,7 @@ public struct ConsumableTrafficPolyline: ProtoMessage, Hashable {
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {
     while let tag = try reader.nextTag() {
       switch tag.fieldNumber {
-      case 1: try reader.readRepeatedMessage(tag, into: &speedReadingInterval)
+      case 1: try reader.readRepeatedMessage(tag, into: &speedReadingInterval, budget: .routePoints)
       case 2: encodedPathToWaypoint = try reader.readString(tag)
       default: try reader.skipField(tag, into: &unknownFields)
       }

@@ -36,7 +36,7 @@ public struct TripWaypoint: ProtoMessage, Hashable {
       case 1: try reader.readMessage(tag, into: &location)
       case 2: tripId = try reader.readString(tag)
       case 3: waypointType = try reader.readEnum(tag)
-      case 4: try reader.readRepeatedMessage(tag, into: &pathToWaypoint)
+      case 4: try reader.readRepeatedMessage(tag, into: &pathToWaypoint, budget: .routePoints)
       case 5: encodedPathToWaypoint = try reader.readString(tag)
       case 6: try reader.readMessage(tag, into: &distanceMeters)
       case 7: try reader.readMessage(tag, into: &eta)

@@ -5,12 +5,68 @@ public import GRPCProtocol
 
 /// How FleetSim runs: the simulated trips, the update rate, auth and faults.
 public struct FleetSimConfiguration: Sendable {
-  /// How callers must authenticate.
-  public enum Auth: Sendable, Hashable {
-    /// Every call needs `authorization: Bearer <JWT>` signed with HS256 and this secret.
-    case hs256(secret: [UInt8])
-    /// Every call needs `authorization: Bearer <JWT>` signed with RS256, verified with this PEM public key.
-    case rs256(publicKeyPEM: String)
+  /// How callers must authenticate: every call needs `authorization: Bearer <JWT>`, signed with
+  /// ``key``, whose claims pass the checks Fleet Engine makes of a consumer token.
+  ///
+  /// The token is refused with UNAUTHENTICATED, its status message naming the check that failed
+  /// (never quoting the token), unless, in this order:
+  /// 1. its signature verifies with ``key`` (and its `alg` is the key's);
+  /// 2. `aud` is exactly ``audience`` (one audience; by default Fleet Engine's,
+  ///    `https://fleetengine.googleapis.com/`);
+  /// 3. `iss` and `sub` are present, not empty and equal (a service account signs for itself), and
+  ///    `iss` is ``expectedIssuer`` when one is set;
+  /// 4. `iat` and `exp` are present, `exp - iat` is at most ``maxLifetime`` (one hour), `iat` is at
+  ///    most ``leeway`` (30 s) in the future, `exp` has not passed (with the same leeway), and `nbf`,
+  ///    when present, has come (with the leeway);
+  /// 5. `authorization.tripid` is present.
+  ///
+  /// After these, a token whose `authorization.tripid` is neither the trip asked for nor `*` gets
+  /// PERMISSION_DENIED.
+  public struct Auth: Sendable, Hashable {
+    /// How a token's signature is verified.
+    public enum Key: Sendable, Hashable {
+      /// HS256 with this secret.
+      case hs256(secret: [UInt8])
+      /// RS256, with this PEM public key.
+      case rs256(publicKeyPEM: String)
+    }
+
+    /// Fleet Engine's audience, the default ``audience``.
+    public static let fleetEngineAudience = "https://fleetengine.googleapis.com/"
+    /// The longest a token may be valid, `exp - iat`, in seconds: one hour, as Fleet Engine allows.
+    public static let maxLifetime: Double = 3600
+    /// How far clocks may disagree, in seconds: `iat` and `nbf` may be this far in the future, and
+    /// `exp` this far in the past.
+    public static let leeway: Double = 30
+
+    /// The key signatures are verified with.
+    public var key: Key
+    /// The `aud` a token must carry. Default ``fleetEngineAudience``.
+    public var audience: String
+    /// The `iss` (and so `sub`) a token must carry, typically a service account's email; `nil`
+    /// accepts any issuer whose `iss` equals its `sub`.
+    public var expectedIssuer: String?
+
+    /// Tokens verified with `key`, for `audience`, from `expectedIssuer` (any when `nil`).
+    public init(key: Key, audience: String = Auth.fleetEngineAudience, expectedIssuer: String? = nil) {
+      self.key = key
+      self.audience = audience
+      self.expectedIssuer = expectedIssuer
+    }
+
+    /// HS256 tokens signed with `secret`.
+    public static func hs256(
+      secret: [UInt8], audience: String = Auth.fleetEngineAudience, expectedIssuer: String? = nil
+    ) -> Auth {
+      Auth(key: .hs256(secret: secret), audience: audience, expectedIssuer: expectedIssuer)
+    }
+
+    /// RS256 tokens verified with the PEM public key `publicKeyPEM`.
+    public static func rs256(
+      publicKeyPEM: String, audience: String = Auth.fleetEngineAudience, expectedIssuer: String? = nil
+    ) -> Auth {
+      Auth(key: .rs256(publicKeyPEM: publicKeyPEM), audience: audience, expectedIssuer: expectedIssuer)
+    }
   }
 
   /// The trips: provider, count, seed, start time, speedup.

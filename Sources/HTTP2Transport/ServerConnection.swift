@@ -132,14 +132,24 @@ public final class GRPCServerCall: @unchecked Sendable {
 
 /// One accepted connection. Confined to the server's loop.
 final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
-  private struct PendingRequest {
+  /// A request whose stream is still arriving. A class, so that its message buffer is appended to in
+  /// place: a copy of the request taken out of the dictionary and written back would copy the whole
+  /// buffer for every DATA frame, a cost growing with the square of the message size.
+  private final class PendingRequest {
     var path = ""
     var authority = ""
     var metadata = GRPCMetadata()
     var timeout: Duration?
     var deframer: GRPCMessageDeframer
     var message: [UInt8]?
+    /// Answered with this status when the stream ends (a request the server does not serve).
     var failed: GRPCStatus?
+    /// Answered and reset while arriving (``ServerConnection/refuse(_:_:status:)``); later DATA is discarded.
+    var refused = false
+    /// The bytes of it held, as counted against the request memory limits.
+    var heldBytes = 0
+
+    init(deframer: GRPCMessageDeframer) { self.deframer = deframer }
   }
 
   unowned let core: ServerCore
@@ -150,6 +160,12 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private var flushScheduled = false
   private var outputScratch: [UInt8] = []
   private var closed = false
+  /// Bytes of requests still arriving held by this connection.
+  private var requestBytes = 0
+  /// When the connection last became idle (no open stream), while it is; nil while a stream is open.
+  private var idleSince: UInt64?
+  /// The pending idle check, if any (at most one).
+  private var idleTimer: EventLoop.TimerID?
 
   init(core: ServerCore, stream: ByteStream) {
     self.core = core
@@ -159,6 +175,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   func start() {
     stream.delegate = self
     stream.start()
+    becameIdleIfNoStreams()
   }
 
   func byteStreamDidBecomeReady(_ stream: ByteStream) {
@@ -188,9 +205,11 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   func byteStream(_ stream: ByteStream, didCloseWithError error: String?) {
     guard !closed else { return }
     closed = true
+    if let idleTimer { core.loop.cancelTimer(idleTimer) }
+    idleTimer = nil
     let open = calls
     calls.removeAll()
-    requests.removeAll()
+    for streamID in Array(requests.keys) { removeRequest(streamID) }
     for (_, call) in open {
       core.stats.openCalls -= 1
       call.cancelledByPeer()
@@ -210,7 +229,8 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       if endStream { requestEnded(streamID) }
       return
     }
-    var request = PendingRequest(deframer: GRPCMessageDeframer(maxMessageSize: core.configuration.maxReceiveMessageSize))
+    let request = PendingRequest(
+      deframer: GRPCMessageDeframer(maxMessageSize: core.configuration.maxReceiveMessageSize))
     var fields: [(name: String, value: String)] = []
     var contentType = ""
     var method = ""
@@ -229,12 +249,29 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       request.failed = GRPCStatus(code: .internalError, message: "not a gRPC request (\(method), \(contentType))")
     }
     requests[streamID] = request
+    streamOpened()
     if endStream { requestEnded(streamID) }
   }
 
+  /// DATA of a request. Checked before the window is reopened: the message's length prefix against
+  /// the size limit (by the deframer, before it buffers anything), then the bytes held against the
+  /// connection's and the server's request memory limits. Only a request that passes reopens its
+  /// stream's window; a refused one reopens only the connection's (the bytes were received).
   func session(_ session: HTTP2Session, didReceiveData data: UnsafeRawBufferPointer, streamID: Int32) {
-    session.consume(streamID: streamID, bytes: data.count)
-    guard var request = requests[streamID], request.failed == nil else { return }
+    guard let request = requests[streamID] else {
+      session.consume(streamID: streamID, bytes: data.count)
+      return
+    }
+    if request.refused {
+      session.consumeConnection(bytes: data.count)
+      return
+    }
+    if request.failed != nil {
+      // Answered when the stream ends; what arrives until then is discarded.
+      session.consume(streamID: streamID, bytes: data.count)
+      return
+    }
+    var refusal: GRPCStatus?
     do {
       try request.deframer.process(data) { message in
         if request.message == nil {
@@ -244,9 +281,73 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
         }
       }
     } catch {
-      request.failed = error.status
+      // RESOURCE_EXHAUSTED for a prefix above the size limit; INTERNAL for a compressed message or a bad flag.
+      refusal = error.status
     }
-    requests[streamID] = request
+    if refusal == nil {
+      let held = request.deframer.bufferedBytes + (request.message?.count ?? 0)
+      setHeldBytes(of: request, to: held)
+      let limits = core.configuration
+      if requestBytes > limits.maxRequestBytesPerConnection {
+        refusal = GRPCStatus(
+          code: .resourceExhausted,
+          message: "the connection's unfinished requests exceed \(limits.maxRequestBytesPerConnection) bytes")
+      } else if !core.requestBytesWithinLimit {
+        refusal = GRPCStatus(
+          code: .resourceExhausted, message: "the server's unfinished requests exceed \(limits.maxRequestBytes) bytes")
+      }
+    }
+    if let refusal {
+      refuse(streamID, request, status: refusal)
+      session.consumeConnection(bytes: data.count)
+    } else {
+      session.consume(streamID: streamID, bytes: data.count)
+    }
+  }
+
+  /// Answers a request that is still arriving with `status` (Trailers-Only), then RST_STREAM(NO_ERROR)
+  /// so the client stops sending it, as grpc-go does; its bytes are released at once.
+  private func refuse(_ streamID: Int32, _ request: PendingRequest, status: GRPCStatus) {
+    request.refused = true
+    request.message = nil
+    request.deframer = GRPCMessageDeframer(maxMessageSize: 0)
+    setHeldBytes(of: request, to: 0)
+    core.stats.requestsRefused += 1
+    core.logger.debug(
+      "refused a request while it arrived",
+      metadata: ["stream": "\(streamID)", "path": "\(request.path)", "status": "\(status)"])
+    var fields = [
+      HTTP2HeaderField(":status", "200"), HTTP2HeaderField("content-type", "application/grpc"),
+      HTTP2HeaderField("grpc-status", String(status.code.rawValue)),
+    ]
+    if !status.message.isEmpty {
+      fields.append(HTTP2HeaderField("grpc-message", GRPCPercentEncoding.encode(status.message)))
+    }
+    submitHeaders(streamID: streamID, fields, endStream: true)
+    // Not now: nghttp2 drops a stream's queued HEADERS once RST_STREAM is submitted for it. The flush
+    // submitHeaders scheduled runs first (tasks run in order) and sends the HEADERS; then the reset.
+    core.loop.executeSoon { [weak self] in
+      guard let self else { return }
+      self.session?.resetStream(streamID, errorCode: .noError)
+      self.scheduleFlush()
+    }
+  }
+
+  /// Sets what `request` holds, keeping the connection's and the server's counts in step.
+  private func setHeldBytes(of request: PendingRequest, to bytes: Int) {
+    let delta = bytes - request.heldBytes
+    guard delta != 0 else { return }
+    request.heldBytes = bytes
+    requestBytes += delta
+    core.requestBytesChanged(by: delta)
+  }
+
+  /// Forgets the request of `streamID`, releasing what it held.
+  @discardableResult
+  private func removeRequest(_ streamID: Int32) -> PendingRequest? {
+    guard let request = requests.removeValue(forKey: streamID) else { return nil }
+    setHeldBytes(of: request, to: 0)
+    return request
   }
 
   func session(_ session: HTTP2Session, didReceiveEndOfStream streamID: Int32) {
@@ -254,7 +355,11 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   private func requestEnded(_ streamID: Int32) {
-    guard let request = requests.removeValue(forKey: streamID) else { return }
+    guard let request = removeRequest(streamID) else { return }
+    if request.refused {
+      becameIdleIfNoStreams()
+      return
+    }
     let call = GRPCServerCall(
       path: request.path, requestMetadata: request.metadata, authority: request.authority,
       request: request.message ?? [], timeout: request.timeout, loop: core.loop, connection: self, streamID: streamID)
@@ -272,12 +377,52 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   func session(_ session: HTTP2Session, streamDidClose streamID: Int32, errorCode: HTTP2ErrorCode) {
-    requests[streamID] = nil
+    removeRequest(streamID)
+    defer { becameIdleIfNoStreams() }
     guard let call = calls.removeValue(forKey: streamID) else { return }
     core.stats.openCalls -= 1
     if !call.isClosed {
       core.stats.callsCancelledByClient += 1
       call.cancelledByPeer()
+    }
+  }
+
+  // MARK: - Idle timeout
+
+  /// A stream opened: the connection is no longer idle.
+  private func streamOpened() {
+    idleSince = nil
+  }
+
+  /// Starts the idle clock when no stream is open, and makes sure one check is pending.
+  private func becameIdleIfNoStreams() {
+    guard !closed, requests.isEmpty, calls.isEmpty, idleSince == nil else { return }
+    idleSince = monotonicNanoseconds()
+    if idleTimer == nil, let timeout = core.configuration.idleTimeout { scheduleIdleCheck(after: timeout) }
+  }
+
+  private func scheduleIdleCheck(after delay: Duration) {
+    idleTimer = core.loop.scheduleTimer(after: delay) { [weak self] in
+      guard let self else { return }
+      self.idleTimer = nil
+      self.checkIdle()
+    }
+  }
+
+  /// The pending check came due: close the connection if it has been idle for the whole timeout;
+  /// otherwise check again when the current idle period would reach it.
+  private func checkIdle() {
+    guard !closed, let timeout = core.configuration.idleTimeout, let idleSince else { return }
+    let timeoutNanos =
+      UInt64(timeout.components.seconds) &* 1_000_000_000
+      &+ UInt64(timeout.components.attoseconds / 1_000_000_000)
+    let idleFor = monotonicNanoseconds() &- idleSince
+    if idleFor >= timeoutNanos {
+      core.stats.connectionsClosedIdle += 1
+      core.logger.debug("closing an idle connection", metadata: ["idle_timeout": "\(timeout)"])
+      if session != nil { goAway() } else { drop() }
+    } else {
+      scheduleIdleCheck(after: .nanoseconds(Int64(timeoutNanos - idleFor)))
     }
   }
 

@@ -156,21 +156,27 @@ extension WireReader {
     return try withLengthDelimitedBytes { (raw) throws(WireDecodingError) -> [UInt8] in [UInt8](raw) }
   }
 
-  /// Reads a `string` field and appends it to `values`.
+  /// Reads a `string` field and appends it to `values`, within ``WireDecodingOptions/maxRepeatedCount``.
   @inlinable
   public mutating func readRepeatedString(_ tag: FieldTag, into values: inout [String]) throws(WireDecodingError) {
+    _ = try elementRoom(tag, count: values.count, budget: nil)
     values.append(try readString(tag))
   }
 
-  /// Reads a `bytes` field and appends it to `values`.
+  /// Reads a `bytes` field and appends it to `values`, within ``WireDecodingOptions/maxRepeatedCount``.
   @inlinable
   public mutating func readRepeatedBytes(_ tag: FieldTag, into values: inout [[UInt8]]) throws(WireDecodingError) {
+    _ = try elementRoom(tag, count: values.count, budget: nil)
     values.append(try readBytes(tag))
   }
 
   // MARK: - Repeated scalars, packed or not
 
   /// Reads one element (unpacked) or a packed run of elements and appends them to `values`.
+  ///
+  /// Every element counts against ``WireDecodingOptions/maxRepeatedCount``: a packed run is counted
+  /// before anything is reserved or decoded, and a run that would go over the limit is refused at
+  /// its tag. The reservation is the run's own count, which its bytes bound.
   @inlinable
   mutating func readRepeated<T>(
     _ tag: FieldTag,
@@ -178,6 +184,7 @@ extension WireReader {
     into values: inout [T],
     _ element: (inout WireReader) throws(WireDecodingError) -> T
   ) throws(WireDecodingError) {
+    let room = try elementRoom(tag, count: values.count, budget: nil)
     if tag.wireType == elementWireType {
       values.append(try element(&self))
       return
@@ -192,10 +199,12 @@ extension WireReader {
       guard length % width == 0 else {
         throw WireDecodingError(.malformedPackedField(field: tag.fieldNumber), offset: fieldStart)
       }
+      guard length / width <= room else { throw packedLimitError(tag, at: fieldStart) }
       values.reserveCapacity(values.count + length / width)
     case .varint:
       // Every varint ends with the one byte of it that has the high bit clear.
       let count = countVarintEnds(from: position, to: end)
+      guard count <= room else { throw packedLimitError(tag, at: fieldStart) }
       if values.count + count > values.capacity { values.reserveCapacity(values.count + count) }
     default:
       break
@@ -206,6 +215,14 @@ extension WireReader {
       values.append(try element(&self))
     }
     limit = savedLimit
+  }
+
+  /// The error for a packed run of `tag` that would take its field over the limit.
+  @usableFromInline
+  func packedLimitError(_ tag: FieldTag, at offset: Int) -> WireDecodingError {
+    let kind = WireDecodingError.Kind.elementLimitExceeded(
+      field: tag.fieldNumber, limit: maxRepeatedCount, budget: "maxRepeatedCount")
+    return WireDecodingError(kind, offset: offset)
   }
 
   /// The number of bytes in `start..<end` with the high bit clear: how many varints a

@@ -37,6 +37,12 @@ public struct WireReader {
   @usableFromInline var depthBudget: Int
   /// The configured nesting limit, for error reports.
   @usableFromInline let recursionLimit: Int
+  /// The most elements one repeated field may hold (``WireDecodingOptions/maxRepeatedCount``).
+  @usableFromInline let maxRepeatedCount: Int
+  /// The limits of the element budgets, by slot.
+  @usableFromInline let budgetLimits: WireBudgetSlots
+  /// What is left of each whole-input budget, by slot.
+  @usableFromInline var budgetRemaining: WireBudgetSlots
 
   /// Creates a reader over `buffer`, which must outlive the reader.
   @inlinable
@@ -47,6 +53,9 @@ public struct WireReader {
     self.tagStart = 0
     self.depthBudget = options.recursionLimit
     self.recursionLimit = options.recursionLimit
+    self.maxRepeatedCount = options.maxRepeatedCount
+    self.budgetLimits = options.budgetLimits
+    self.budgetRemaining = options.budgetLimits
   }
 
   /// Runs `body` with a reader over the bytes of `bytes`, after checking the size limit.
@@ -315,31 +324,72 @@ public struct WireReader {
     try readMessage(tag, into: &message!)
   }
 
-  /// Decodes the message of `tag` and appends it to `messages`.
+  /// Decodes the message of `tag` and appends it to `messages`, within the element limits.
+  ///
+  /// The element counts against ``WireDecodingOptions/maxRepeatedCount`` and, when given, against
+  /// `budget`; over either limit it throws ``WireDecodingError/Kind/elementLimitExceeded(field:limit:budget:)``
+  /// at its tag, before decoding it.
   ///
   /// When `messages` is full, the fields of the same tag that follow this one back to
   /// back (a repeated field's usual encoding) are counted first and room is reserved
-  /// for all of them, so decoding a repeated field allocates its array once.
+  /// for all of them, so decoding a repeated field allocates its array once. The room
+  /// reserved never goes past what the limits still allow, nor past what the bytes left
+  /// in the message can hold.
   @inlinable
-  public mutating func readRepeatedMessage<M: ProtoMessage>(_ tag: FieldTag, into messages: inout [M]) throws(WireDecodingError) {
+  public mutating func readRepeatedMessage<M: ProtoMessage>(
+    _ tag: FieldTag, into messages: inout [M], budget: WireElementBudget? = nil
+  ) throws(WireDecodingError) {
+    let room = try elementRoom(tag, count: messages.count, budget: budget)
     if messages.count == messages.capacity {
-      let run = countLengthDelimitedRun()
+      let run = countLengthDelimitedRun(upTo: room)
       if run > 1 {
-        // Doubling at least keeps appends amortized when a field's elements are interleaved with others.
-        messages.reserveCapacity(Swift.max(messages.count + run, 2 * messages.count))
+        // Doubling at least keeps appends amortized when a field's elements are interleaved with others;
+        // each element takes at least two bytes (tag and length), which bounds what the input can still hold.
+        let byBytes = 1 + Swift.max(0, limit - position - 1) / 2
+        messages.reserveCapacity(messages.count + Swift.min(Swift.max(run, messages.count), room, byBytes))
       }
     }
+    if let budget, budget.scope == .wholeInput { budgetRemaining[budget.slot] -= 1 }
     var value = M()
     try readMessage(tag, into: &value)
     messages.append(consume value)
   }
 
-  /// How many length-delimited fields with the tag just read follow back to back,
-  /// starting with the one whose length is at the cursor. Reads ahead without moving
-  /// the cursor and without throwing: it stops at the first byte that does not fit,
-  /// and the decode proper reports what is wrong there.
+  /// How many more elements the repeated field of `tag`, holding `count`, may take: at least 1,
+  /// or it throws ``WireDecodingError/Kind/elementLimitExceeded(field:limit:budget:)`` at the tag.
+  @inlinable
+  func elementRoom(_ tag: FieldTag, count: Int, budget: WireElementBudget?) throws(WireDecodingError) -> Int {
+    var room = maxRepeatedCount - count
+    if let budget {
+      let budgetRoom = budget.scope == .eachField ? budgetLimits[budget.slot] - count : budgetRemaining[budget.slot]
+      room = Swift.min(room, budgetRoom)
+    }
+    guard room > 0 else { throw elementLimitError(tag, count: count, budget: budget) }
+    return room
+  }
+
+  /// The error for an element of `tag` over a limit: the budget's when that is the one reached.
   @usableFromInline
-  func countLengthDelimitedRun() -> Int {
+  func elementLimitError(_ tag: FieldTag, count: Int, budget: WireElementBudget?) -> WireDecodingError {
+    var limit = maxRepeatedCount
+    var name = "maxRepeatedCount"
+    if let budget {
+      let budgetRoom = budget.scope == .eachField ? budgetLimits[budget.slot] - count : budgetRemaining[budget.slot]
+      if budgetRoom <= maxRepeatedCount - count {
+        limit = budgetLimits[budget.slot]
+        name = budget.name
+      }
+    }
+    return WireDecodingError(
+      .elementLimitExceeded(field: tag.fieldNumber, limit: limit, budget: name), offset: tagStart)
+  }
+
+  /// How many length-delimited fields with the tag just read follow back to back,
+  /// starting with the one whose length is at the cursor, counting no further than `maxCount`.
+  /// Reads ahead without moving the cursor and without throwing: it stops at the first byte
+  /// that does not fit, and the decode proper reports what is wrong there.
+  @usableFromInline
+  func countLengthDelimitedRun(upTo maxCount: Int = .max) -> Int {
     guard let base else { return 0 }
     let tagLength = position &- tagStart
     let firstTagByte = base.load(fromByteOffset: tagStart, as: UInt8.self)
@@ -365,6 +415,7 @@ public struct WireReader {
       // Safe: `index <= limit` here, so the subtraction cannot underflow.
       guard length <= UInt64(limit &- index) else { return count }
       count &+= 1
+      if count >= maxCount { return count }
       index &+= Int(truncatingIfNeeded: length)
       // The next field must start with the same tag bytes.
       guard limit &- index > tagLength, base.load(fromByteOffset: index, as: UInt8.self) == firstTagByte else {

@@ -37,7 +37,11 @@ struct FleetSimCommand: AsyncParsableCommand {
       Trips are named providers/{provider}/trips/trip-{i} for i in 0..<N. The state of every trip is a pure \
       function of --seed, the trip index and the time elapsed since --start-time, so a server restarted with \
       the same flags continues the same trips. The first line of output is `listening on HOST:PORT`; stats \
-      lines (`stats: key=value …`) follow every --stats-interval seconds and at exit. \(ToolExit.helpText)
+      lines (`stats: key=value …`) follow every --stats-interval seconds and at exit.
+
+      With --jwt-secret or --jwt-public-key, every call needs a token whose claims pass Fleet Engine's checks: \
+      aud https://fleetengine.googleapis.com/, iss equal to sub (and to --jwt-issuer when given), iat and exp \
+      at most an hour apart, iat at most 30 s ahead, exp not passed; and authorization.tripid the trip or *. \(ToolExit.helpText)
       """)
 
   @Option(help: "Address to listen on, HOST:PORT (port 0 picks one).")
@@ -69,6 +73,11 @@ struct FleetSimCommand: AsyncParsableCommand {
 
   @Option(name: .customLong("jwt-public-key"), help: "Require RS256 JWTs verified with this PEM public key file.")
   var jwtPublicKey: String?
+
+  @Option(
+    name: .customLong("jwt-issuer"),
+    help: "Require JWTs whose iss (and sub) is this issuer, a service account's email (default: any iss equal to sub).")
+  var jwtIssuer: String?
 
   @Option(name: .customLong("tls-cert"), help: "Serve TLS with this PEM certificate chain.")
   var tlsCert: String?
@@ -113,6 +122,26 @@ struct FleetSimCommand: AsyncParsableCommand {
   @Option(name: .customLong("max-concurrent-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS per connection.")
   var maxConcurrentStreams: UInt32 = 1000
 
+  @Option(
+    name: .customLong("max-connections"),
+    help: "Connections open at once; more are accepted and closed at once.")
+  var maxConnections = 1024
+
+  @Option(
+    name: .customLong("idle-timeout"),
+    help: "Seconds a connection may have no open stream before it gets GOAWAY and is closed (0: never).")
+  var idleTimeout = 300.0
+
+  @Option(
+    name: .customLong("max-connection-request-bytes"),
+    help: "Bytes of requests still arriving one connection may hold; a request above it is RESOURCE_EXHAUSTED.")
+  var maxConnectionRequestBytes = 16 << 20
+
+  @Option(
+    name: .customLong("max-request-bytes"),
+    help: "Bytes of requests still arriving all connections together may hold.")
+  var maxRequestBytes = 64 << 20
+
   func validate() throws {
     guard trips >= 0 else { throw ValidationError("--trips must be ≥ 0") }
     guard speedup > 0, updateInterval > 0 else { throw ValidationError("--speedup and --update-interval must be > 0") }
@@ -124,6 +153,12 @@ struct FleetSimCommand: AsyncParsableCommand {
     guard [jwtSecret != nil, jwtSecretFile != nil, jwtPublicKey != nil].filter({ $0 }).count <= 1 else {
       throw ValidationError("give one of --jwt-secret, --jwt-secret-file, --jwt-public-key")
     }
+    if let jwtIssuer {
+      guard jwtSecret != nil || jwtSecretFile != nil || jwtPublicKey != nil else {
+        throw ValidationError("--jwt-issuer needs --jwt-secret, --jwt-secret-file or --jwt-public-key")
+      }
+      guard !jwtIssuer.isEmpty else { throw ValidationError("--jwt-issuer must not be empty") }
+    }
     guard TripName(providerID: provider, tripID: "trip-0") != nil else {
       throw ValidationError("--provider must be a valid provider ID (lowercase letters, digits, hyphens)")
     }
@@ -131,6 +166,11 @@ struct FleetSimCommand: AsyncParsableCommand {
     guard loadRate == nil || !loadSaturate else { throw ValidationError("give --load-rate or --load-saturate, not both") }
     if let loadRate, !(loadRate > 0 && loadRate.isFinite) { throw ValidationError("--load-rate must be > 0") }
     guard maxConcurrentStreams > 0 else { throw ValidationError("--max-concurrent-streams must be > 0") }
+    guard maxConnections > 0 else { throw ValidationError("--max-connections must be > 0") }
+    guard idleTimeout >= 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout must be ≥ 0") }
+    guard maxConnectionRequestBytes > 0, maxRequestBytes > 0 else {
+      throw ValidationError("--max-connection-request-bytes and --max-request-bytes must be > 0")
+    }
   }
 
   static func statusCode(_ text: String) -> GRPCStatusCode? {
@@ -153,13 +193,15 @@ struct FleetSimCommand: AsyncParsableCommand {
     cls_line_buffer_stdout()
     let (host, port) = try Self.hostAndPort(listen)
     var auth: FleetSimConfiguration.Auth?
-    if let jwtSecret { auth = .hs256(secret: Array(jwtSecret.utf8)) }
-    if let jwtSecretFile { auth = .hs256(secret: try readSecret(jwtSecretFile, option: "--jwt-secret-file")) }
+    if let jwtSecret { auth = .hs256(secret: Array(jwtSecret.utf8), expectedIssuer: jwtIssuer) }
+    if let jwtSecretFile {
+      auth = .hs256(secret: try readSecret(jwtSecretFile, option: "--jwt-secret-file"), expectedIssuer: jwtIssuer)
+    }
     if let jwtPublicKey {
       guard let pem = readText(path: jwtPublicKey) else {
         throw ToolFailure(.invalidInput, "cannot read --jwt-public-key \(jwtPublicKey)")
       }
-      auth = .rs256(publicKeyPEM: pem)
+      auth = .rs256(publicKeyPEM: pem, expectedIssuer: jwtIssuer)
     }
     var simulation = SimulationConfiguration()
     simulation.provider = provider
@@ -185,8 +227,11 @@ struct FleetSimCommand: AsyncParsableCommand {
     signal(SIGPIPE, SIG_IGN)
     let sim: FleetSim
     do {
-      sim = try FleetSim(configuration: configuration, listen: GRPCServerConfiguration(
-          host: host, port: port, tls: tls, maxConcurrentStreams: maxConcurrentStreams))
+      let listen = GRPCServerConfiguration(
+        host: host, port: port, tls: tls, maxConcurrentStreams: maxConcurrentStreams,
+        maxRequestBytesPerConnection: maxConnectionRequestBytes, maxRequestBytes: maxRequestBytes,
+        maxConnections: maxConnections, idleTimeout: idleTimeout > 0 ? Self.seconds(idleTimeout) : nil)
+      sim = try FleetSim(configuration: configuration, listen: listen)
     } catch {
       // The TLS certificate or key, or a JWT key, could not be used.
       throw ToolFailure(.invalidInput, error.message)
@@ -206,11 +251,19 @@ struct FleetSimCommand: AsyncParsableCommand {
       if let duration, now - started >= duration { break }
       if statsInterval > 0, now - lastStats >= statsInterval {
         lastStats = now
-        print("stats: \(await sim.stats())")
+        print("stats: \(await sim.stats()) \(Self.describe(await sim.serverStats()))")
       }
     }
-    print("stats: \(await sim.stats())")
+    print("stats: \(await sim.stats()) \(Self.describe(await sim.serverStats()))")
     await sim.shutdown()
+  }
+
+  /// The server's connection and request-bound counters, as `key=value` pairs for the stats line.
+  static func describe(_ stats: GRPCServerStats) -> String {
+    "connections=\(stats.connectionsAccepted) connections_open=\(stats.openConnections) "
+      + "connections_refused=\(stats.connectionsRefused) connections_closed_idle=\(stats.connectionsClosedIdle) "
+      + "accept_pauses=\(stats.acceptPauses) requests_refused=\(stats.requestsRefused) "
+      + "request_bytes=\(stats.bufferedRequestBytes) peak_request_bytes=\(stats.peakBufferedRequestBytes)"
   }
 }
 

@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -174,6 +175,12 @@ def fsim_parse_stats(line: str) -> dict:
     return {key: int(value) for key, value in pairs}
 
 
+@pytest.fixture(scope="session")
+def fsim_stats_parser():
+    """The `stats:` line parser (a fixture: every Python suite has a conftest.py, all imported as `conftest`)."""
+    return fsim_parse_stats
+
+
 @pytest.fixture
 def fsim_start(fsim_binary, tmp_path):
     """start(*flags) -> FleetSimServer: runs `fleetsim --listen 127.0.0.1:0 *flags`
@@ -215,18 +222,21 @@ class FleetSimJWT:
 
     @staticmethod
     def claims(trip_id: str | None = "*", expires_in: float = 3600, **extra) -> dict:
-        """Fleet Engine consumer claims; `trip_id=None` leaves out authorization.tripid."""
+        """Fleet Engine consumer claims; `trip_id=None` leaves out authorization.tripid. As Fleet
+        Engine (and FleetSim) require: aud is Fleet Engine's, iss = sub (a service account), and at
+        most an hour between iat and exp. `extra` replaces or adds claims; a value of None removes one."""
         now = int(time.time())
+        exp = now + int(expires_in)
         claims = {
             "iss": "fleetsim-tests@example.iam.gserviceaccount.com",
             "sub": "fleetsim-tests@example.iam.gserviceaccount.com",
             "aud": "https://fleetengine.googleapis.com/",
-            "iat": min(now, now + int(expires_in)) - 60,
-            "exp": now + int(expires_in),
+            "iat": max(exp - 3600, min(now, exp) - 60),
+            "exp": exp,
             "authorization": {"tripid": trip_id} if trip_id is not None else {"vehicleid": "vehicle-1"},
         }
         claims.update(extra)
-        return claims
+        return {name: value for name, value in claims.items() if value is not None}
 
     @staticmethod
     def _signing_input(alg: str, claims: dict) -> str:
@@ -279,3 +289,98 @@ def fsim_rsa_keys(tmp_path_factory) -> FleetSimRSAKeys:
                       "-out", name + ".key", cwd=d)
     _fsim_openssl("pkey", "-in", "signer.key", "-pubout", "-out", "signer.pub.pem", cwd=d)
     return FleetSimRSAKeys(d / "signer.key", d / "signer.pub.pem", d / "other.key")
+
+
+# ---------------------------------------------------------------------------
+# The command-line tools, tripwatch and fleetsim as a user runs them (test_tools_cli.py)
+
+from tools_support import Run, run  # noqa: E402,F401
+
+
+def _binary(variable: str, product: str) -> str:
+    value = os.environ.get(variable)
+    if not value:
+        pytest.fail("%s is not set: swift build --product %s; export %s=$PWD/.build/debug/%s"
+                    % (variable, product, variable, product), pytrace=False)
+    path = Path(value)
+    if not path.is_absolute():
+        path = (Path.cwd() / path).resolve()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail("%s=%s is not an executable file" % (variable, value), pytrace=False)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def tool_tripwatch() -> str:
+    return _binary("TRIPWATCH", "tripwatch")
+
+
+@pytest.fixture(scope="session")
+def tool_fleetsim() -> str:
+    return _binary("FLEETSIM", "fleetsim")
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen
+    address: str
+    port: int
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.communicate()
+        return self.process.returncode
+
+
+@pytest.fixture
+def tool_server(tool_fleetsim, tmp_path):
+    """server(*flags) -> Server: `fleetsim --listen 127.0.0.1:0 *flags`, stopped after the test."""
+    servers: list[Server] = []
+
+    def start(*flags) -> Server:
+        argv = [tool_fleetsim, "--listen", "127.0.0.1:0", *map(str, flags)]
+        stderr = (tmp_path / ("fleetsim-%d.stderr" % len(servers))).open("w")
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        first = process.stdout.readline()
+        if not first.startswith("listening on "):
+            process.kill()
+            process.communicate()
+            pytest.fail("fleetsim did not start: %r ($ %s)" % (first, " ".join(argv)), pytrace=False)
+        address = first.strip()[len("listening on "):]
+        server = Server(process, address, int(address.rsplit(":", 1)[1]))
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@dataclass
+class ServiceAccount:
+    email: str
+    key_id: str
+    key_file: Path
+    public_key: Path
+
+
+@pytest.fixture(scope="session")
+def tool_service_account(tmp_path_factory) -> ServiceAccount:
+    """A Google service account JSON key made with the openssl CLI, and its public key."""
+    directory = tmp_path_factory.mktemp("service-account")
+    for args in (["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "key.pem"],
+                 ["pkey", "-in", "key.pem", "-pubout", "-out", "public.pem"]):
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+    email = "tripwatch-tests@journeysharing-tests.iam.gserviceaccount.com"
+    key_id = uuid.uuid4().hex
+    key_file = directory / "key.json"
+    key_file.write_text(json.dumps({
+        "type": "service_account", "project_id": "journeysharing-tests", "private_key_id": key_id,
+        "private_key": (directory / "key.pem").read_text(), "client_email": email,
+        "client_id": "1", "token_uri": "https://oauth2.googleapis.com/token"}))
+    return ServiceAccount(email, key_id, key_file, directory / "public.pem")

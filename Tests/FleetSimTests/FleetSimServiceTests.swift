@@ -49,12 +49,16 @@ private func simConfiguration(
     updateInterval: updateInterval, auth: auth, faults: faults)
 }
 
-/// An HS256 token with the given `authorization.tripid` (none when `nil`), expiring `expiresIn` seconds from now.
+/// An HS256 token with the given `authorization.tripid` (none when `nil`), expiring `expiresIn` seconds from now,
+/// with the claims FleetSim checks as Fleet Engine does: its audience, `iss` = `sub` (a service account), and
+/// at most an hour between `iat` and `exp` (issued a minute before the earlier of now and `exp`, or an hour
+/// before `exp`, whichever is later).
 private func hs256Token(tripID: String?, secret: [UInt8] = serviceSecret, expiresIn: Double = 3600) throws -> String {
   let now = wallClock()
+  let account = "fleetsim-tests@example.iam.gserviceaccount.com"
   var claims = JWTClaims(
-    issuer: "fleetsim-tests", subject: "rider", audience: ["https://fleetengine.googleapis.com/"],
-    expiresAt: now + expiresIn, issuedAt: min(now, now + expiresIn) - 60)
+    issuer: account, subject: account, audience: ["https://fleetengine.googleapis.com/"],
+    expiresAt: now + expiresIn, issuedAt: max(now + expiresIn - 3_600, min(now, now + expiresIn) - 60))
   if let tripID {
     claims.tripID = tripID
   } else {

@@ -409,12 +409,15 @@ func isInPlannedOrder(_ statuses: [TripStatus], plan: TripPlan) -> Bool {
 
 // MARK: - Tokens
 
-/// An HS256 token granting `tripID` (any trip for "*"), expiring `expiresIn` seconds from now.
+/// An HS256 token granting `tripID` (any trip for "*"), expiring `expiresIn` seconds from now, with the claims
+/// FleetSim checks as Fleet Engine does: its audience, `iss` = `sub` (a service account), and at most an hour
+/// between `iat` and `exp`.
 func followToken(tripID: String, expiresIn: Double = 3_600, secret: [UInt8] = followSecret) throws -> String {
   let now = followWallClock()
+  let account = "journeysharing-tests@example.iam.gserviceaccount.com"
   var claims = JWTClaims(
-    issuer: "journeysharing-tests", subject: "rider", audience: ["https://fleetengine.googleapis.com/"],
-    expiresAt: now + expiresIn, issuedAt: min(now, now + expiresIn) - 60)
+    issuer: account, subject: account, audience: ["https://fleetengine.googleapis.com/"],
+    expiresAt: now + expiresIn, issuedAt: max(now + expiresIn - 3_600, min(now, now + expiresIn) - 60))
   claims.tripID = tripID
   return try JSONWebToken.sign(claims: claims, key: .hs256(secret: secret))
 }

@@ -2,12 +2,21 @@
 //
 // The gRPC message size limit (4 MiB by default) bounds what is decoded, but not what it
 // becomes: an encoded polyline spends about 2 bytes per point and decodes to 16, and every
-// snapshot derives routes from it. These limits bound what a trip may hold before it enters
-// the per-trip state; a trip above them is rejected whole and the state held stays as it was.
+// snapshot derives routes from it, and an empty waypoint is 3 bytes on the wire and a 272-byte
+// struct decoded. These limits bound what a trip may hold: its lists while it is decoded (a
+// decode over them stops at the first element too many), the rest before it enters the per-trip
+// state; a trip above them is rejected whole and the state held stays as it was.
 
 import FleetEngineMessages
+import GRPCProtocol
+import ProtoWire
 
-/// Bounds on the trips a server may send, checked before a trip enters the state a model holds.
+/// Bounds on the trips a server may send, checked while a trip is decoded and before it enters
+/// the state a model holds.
+///
+/// The listed route points (`route`, the waypoints' `path_to_waypoint`, traffic intervals) and the
+/// lists of stops are counted as they are decoded, so a message holding millions of them costs no
+/// more than the limits allow; encoded polylines (strings on the wire) are counted after decoding.
 ///
 /// A trip (a polled `Trip`, or the trip a streamed `TripUpdate` would produce) above a limit is
 /// not applied: subscribers get a `GRPCError` with code `RESOURCE_EXHAUSTED`
@@ -35,6 +44,46 @@ public struct TripLimits: Sendable, Hashable {
 
   /// The defaults: 20,000 route points and 100 entries per list of stops.
   public static let `default` = TripLimits()
+
+  /// The options that apply these limits while a `Trip` or `TripUpdate` is decoded: listed route points
+  /// and each list of stops, and any other repeated field at the larger of the two limits.
+  var decodingOptions: WireDecodingOptions {
+    .trip(maxRoutePoints: maxRoutePoints, maxStops: maxWaypoints)
+  }
+
+  /// The violation a decode with ``decodingOptions`` stopped at, or `nil` when `error` is not one of
+  /// its limits (the input is malformed).
+  func violation(decoding error: WireDecodingError) -> TripLimitViolation? {
+    guard case .elementLimitExceeded(let field, let limit, let budget) = error.kind else { return nil }
+    let message: String
+    switch budget {
+    case WireElementBudget.routePoints.name:
+      message =
+        "the server's trip has more than \(limit) listed route points, more than TripLimits.maxRoutePoints (\(limit))"
+    case WireElementBudget.tripStops.name:
+      let name =
+        switch field {
+        case 14: "intermediate_destinations"
+        case 16: "remaining_waypoints"
+        default: "vehicle_waypoints"
+        }
+      message = "the server's trip has more than \(limit) \(name), more than TripLimits.maxWaypoints (\(limit))"
+    default:
+      message =
+        "the server's message has more than \(limit) elements in repeated field \(field), more than "
+        + "TripLimits.maxRoutePoints and TripLimits.maxWaypoints allow any list (\(limit))"
+    }
+    return TripLimitViolation(message: message)
+  }
+
+  /// The error subscribers get when decoding a server's `what` (`Trip`, `TripUpdate`) failed: RESOURCE_EXHAUSTED
+  /// when a decode limit stopped it, INTERNAL when the bytes are malformed.
+  func decodeError(_ error: WireDecodingError, what: String) -> GRPCError {
+    if let violation = violation(decoding: error) {
+      return GRPCError(code: .resourceExhausted, message: violation.message, cause: error)
+    }
+    return GRPCError(code: .internalError, message: "malformed \(what) from the server: \(error)", cause: error)
+  }
 
   /// Why `trip` exceeds these limits, or `nil` when it does not.
   func violation(in trip: Trip) -> TripLimitViolation? {

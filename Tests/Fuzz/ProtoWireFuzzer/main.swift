@@ -9,6 +9,11 @@
 // - encoding that message again gives the same bytes (the encoding is stable);
 // - the encoding concatenated with itself decodes (concatenation is merging).
 //
+// Every input is also decoded with element limits (WireDecodingOptions.maxRepeatedCount and the
+// trip budgets, route points and stops), small ones picked from the input's bytes so that they
+// are reached: a budgeted decode that succeeds gives the unlimited decode's message, and one that
+// fails for another reason than a limit fails exactly as the unlimited decode does.
+//
 // Built by scripts/build-fuzzer.sh and run by scripts/fuzz.sh; a violated
 // invariant traps, and libFuzzer saves the input as a crash artifact.
 
@@ -58,7 +63,46 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   // Safe: libFuzzer keeps `data` alive for the duration of this call, and the body is borrowed only within it.
   let body = UnsafeRawBufferPointer(start: data + 1, count: size - 1)
   checkRoundTrip(type, body)
+  checkBudgets(type, body)
   return 0
+}
+
+/// Small element limits chosen from the input's bytes (not from any one byte, so the seeds keep their meaning).
+func budgetedOptions(_ input: UnsafeRawBufferPointer) -> WireDecodingOptions {
+  var hash: UInt32 = 2_166_136_261
+  for byte in input { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+  var options = WireDecodingOptions.trip(maxRoutePoints: Int(hash & 0x3F), maxStops: Int((hash >> 6) & 0x7))
+  if hash & (1 << 9) != 0 { options.maxRepeatedCount = Int((hash >> 10) & 0x1F) }
+  return options
+}
+
+func checkBudgets<M: ProtoMessage>(_: M.Type, _ input: UnsafeRawBufferPointer) {
+  let name = M.protoMessageName
+  let options = budgetedOptions(input)
+  let unlimited = Result { () throws(WireDecodingError) -> M in try M(serializedBuffer: input) }
+  do {
+    let budgeted = try M(serializedBuffer: input, options: options)
+    guard case .success(let full) = unlimited else {
+      fatalError("\(name): the budgeted decode succeeded but the unlimited one failed")
+    }
+    // Equal unless a NaN is held (then neither decode equals itself); the encodings must agree anyway.
+    require(
+      budgeted == full || budgeted.serializedBytes() == full.serializedBytes(),
+      "\(name): the budgeted decode differs from the unlimited one")
+  } catch {
+    switch error.kind {
+    case .elementLimitExceeded(_, let limit, let budget):
+      require(error.isResourceLimit, "\(name): a limit error is not a resource limit")
+      let limits = [options.maxRepeatedCount, options.limit(of: .routePoints), options.limit(of: .tripStops)]
+      require(limits.contains(limit), "\(name): limit \(limit) (\(budget)) is none of the options' \(limits)")
+    default:
+      guard case .failure(let unlimitedError) = unlimited else {
+        fatalError("\(name): the budgeted decode failed (\(error)) but the unlimited one succeeded")
+      }
+      require(
+        unlimitedError == error, "\(name): budgeted and unlimited decodes fail differently: \(error) vs \(unlimitedError)")
+    }
+  }
 }
 
 /// Traps with `message` unless `condition` holds (`precondition` drops its message under -O).

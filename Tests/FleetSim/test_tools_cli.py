@@ -1,4 +1,4 @@
-"""tripwatch and fleetsim as a user runs them: exit codes, names from files and
+"""tripwatch and fleetsim as a user runs them (fixtures tool_* in conftest.py): exit codes, names from files and
 standard input, giving up, `get` as proto3 JSON, service-account tokens and
 `fleetsim token`, against `fleetsim` processes on 127.0.0.1."""
 
@@ -14,9 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 from google.protobuf import json_format
-from google.maps.fleetengine_v1.types import GetTripRequest, Trip
 
-from conftest import run
+from tools_support import run
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 NAMES = ["providers/demo/trips/trip-%d" % i for i in range(3)]
@@ -160,21 +159,22 @@ def test_tls_against_a_cleartext_server_hints_at_plaintext(tool_tripwatch, tool_
 # ---------------------------------------------------------------------------
 # get
 
-def test_get_prints_the_trip_as_proto3_json_equal_to_pythons(tool_tripwatch, tool_server):
+def test_get_prints_the_trip_as_proto3_json_equal_to_pythons(tool_tripwatch, tool_server, fsim_pb):
     # Trips that started a day ago have ended: the trip no longer changes between two calls.
     server = tool_server("--trips", "3", "--start-time", str(time.time() - 86400))
     result = run([tool_tripwatch, "get", NAMES[1], "--target", server.address, "--plaintext"], timeout=60)
     assert result.code == 0, result.describe()
     ours = json.loads(result.stdout)
 
-    request = GetTripRequest(name=NAMES[1], view=Trip.pb(Trip()).DESCRIPTOR.fields_by_name["view"].enum_type
-                             .values_by_name["JOURNEY_SHARING_V1S"].number)
+    pb = fsim_pb
+    request = pb.GetTripRequest(name=NAMES[1], view=pb.GetTripRequest.DESCRIPTOR.fields_by_name["view"]
+                                .enum_type.values_by_name["JOURNEY_SHARING_V1S"].number)
     with grpc.insecure_channel(server.address) as channel:
         call = channel.unary_unary("/maps.fleetengine.v1.TripService/GetTrip",
-                                   request_serializer=lambda r: GetTripRequest.serialize(r),
-                                   response_deserializer=Trip.deserialize)
+                                   request_serializer=lambda r: r.SerializeToString(),
+                                   response_deserializer=pb.Trip.FromString)
         trip = call(request, timeout=10)
-    theirs = json.loads(json_format.MessageToJson(Trip.pb(trip)))
+    theirs = json.loads(json_format.MessageToJson(trip))
     assert ours == theirs
     assert ours["name"] == NAMES[1] and ours["tripStatus"] in ("COMPLETE", "CANCELED")
 
@@ -255,9 +255,9 @@ def test_unreadable_key_and_token_files_exit_3(tool_tripwatch, tool_fleetsim, tm
 # ---------------------------------------------------------------------------
 # raw-call
 
-def test_raw_call_reads_the_request_from_a_file_or_standard_input(tool_tripwatch, tool_server, tmp_path):
+def test_raw_call_reads_the_request_from_a_file_or_standard_input(tool_tripwatch, tool_server, fsim_pb, tmp_path):
     server = tool_server("--trips", "1", "--start-time", str(time.time() - 86400))
-    request = GetTripRequest.serialize(GetTripRequest(name=NAMES[0]))
+    request = fsim_pb.GetTripRequest(name=NAMES[0]).SerializeToString()
     request_file = tmp_path / "request.bin"
     request_file.write_bytes(request)
     base = [tool_tripwatch, "raw-call", server.address, "/maps.fleetengine.v1.TripService/GetTrip", "--plaintext"]
@@ -268,7 +268,7 @@ def test_raw_call_reads_the_request_from_a_file_or_standard_input(tool_tripwatch
         assert result[0] == 0, result
         outputs.append(json.loads(result[1].splitlines()[0])["message_hex"])
     assert outputs[0] == outputs[1] == outputs[2]
-    assert Trip.deserialize(bytes.fromhex(outputs[0])).name == NAMES[0]
+    assert fsim_pb.Trip.FromString(bytes.fromhex(outputs[0])).name == NAMES[0]
     bad = run(base + ["-d", "inline"], timeout=30)
     assert bad.code == 2, bad.describe()
 
