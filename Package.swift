@@ -51,10 +51,19 @@ let targets: [Target] = [
     name: "CLinuxSystem"
   ),
 
+  // MARK: - What every module shares
+
+  // Locked, the clocks, a seeded generator, the release version: one of each for the package.
+  .target(
+    name: "Primitives",
+    swiftSettings: defaultSwiftSettings
+  ),
+
   // MARK: - Protobuf wire format and Fleet Engine messages
 
   .target(
     name: "ProtoWire",
+    dependencies: ["Primitives"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
@@ -65,7 +74,7 @@ let targets: [Target] = [
 
   .target(
     name: "FleetEngineMessages",
-    dependencies: ["ProtoWire"],
+    dependencies: ["Primitives", "ProtoWire"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
@@ -99,7 +108,7 @@ let targets: [Target] = [
 
   .target(
     name: "HTTP2Transport",
-    dependencies: [
+    dependencies: ["Primitives", 
       "CLinuxSystem",
       "COpenSSL",
       "GRPCProtocol",
@@ -123,10 +132,19 @@ let targets: [Target] = [
     swiftSettings: defaultSwiftSettings
   ),
 
+  // Tests' stand-ins for a network: an in-memory transport and a virtual clock; not a product.
+  .target(
+    name: "TransportTestSupport",
+    dependencies: ["GRPCProtocol"],
+    path: "Tests/TransportTestSupport",
+    swiftSettings: defaultSwiftSettings
+  ),
+
   // MARK: - The consumer API
 
   .target(
     name: "UpdatePipeline",
+    dependencies: ["Primitives"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
@@ -137,7 +155,7 @@ let targets: [Target] = [
 
   .target(
     name: "JourneySharing",
-    dependencies: [
+    dependencies: ["Primitives", 
       "FleetEngineMessages",
       "GRPCProtocol",
       "HTTP2Transport",
@@ -152,7 +170,7 @@ let targets: [Target] = [
     name: "JourneySharingTests",
     dependencies: [
       "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport", "JSONWebToken",
-      "ProtoWire", "TestLogging", .product(name: "Logging", package: "swift-log"),
+      "ProtoWire", "TestLogging", "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
@@ -172,7 +190,7 @@ let targets: [Target] = [
 
   .target(
     name: "FleetSim",
-    dependencies: [
+    dependencies: ["Primitives", 
       "FleetEngineMessages",
       "GRPCProtocol",
       "HTTP2Transport",
@@ -193,7 +211,7 @@ let targets: [Target] = [
   // What the command-line tools share: the exit-code scheme, standard error, files, the version.
   .target(
     name: "ToolSupport",
-    dependencies: ["GRPCProtocol", "ProtoWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+    dependencies: ["Primitives", "GRPCProtocol", "ProtoWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
     swiftSettings: defaultSwiftSettings
   ),
 

@@ -1,5 +1,6 @@
 // Sources/FleetSim/FleetSim.swift - the simulated Fleet Engine server
 
+import Primitives
 public import GRPCProtocol
 public import HTTP2Transport
 public import Logging

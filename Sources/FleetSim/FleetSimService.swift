@@ -10,50 +10,24 @@ import GRPCProtocol
 import HTTP2Transport
 import JSONWebToken
 import Logging
+import Primitives
 import ProtoWire
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// Method paths FleetSim serves.
-public enum FleetSimMethods {
-  /// The Fleet Engine unary GetTrip.
-  public static let unaryGetTrip = "/maps.fleetengine.v1.TripService/GetTrip"
-  /// The project's server-streaming GetTrip.
-  public static let streamingGetTrip = "/journeysharing.v1.TripStreamService/GetTrip"
-}
-
-/// The wall clock in Unix seconds.
-func unixTimeNow() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_REALTIME, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-/// SplitMix64: a small seeded generator for reproducible fault decisions.
-struct SplitMix64: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
-
 /// The service. `@unchecked Sendable`: every method runs on the server's single
 /// event loop thread (GRPCService's contract), which is the only thread touching its state.
-final class FleetSimService: GRPCService, @unchecked Sendable {
+package final class FleetSimService: GRPCService, @unchecked Sendable {
   private final class FollowedStream {
-    let call: GRPCServerCall
+    let call: any GRPCServerCallContext
     let index: Int
     let routeFormat: PolylineFormatType
     var last: Trip
     var sequence: UInt64 = 0
 
-    init(call: GRPCServerCall, index: Int, routeFormat: PolylineFormatType, last: Trip) {
+    init(call: any GRPCServerCallContext, index: Int, routeFormat: PolylineFormatType, last: Trip) {
       self.call = call
       self.index = index
       self.routeFormat = routeFormat
@@ -63,14 +37,14 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
 
   let configuration: FleetSimConfiguration
   /// The faults in force: the configuration's, until ``FleetSim/setFaults(_:)`` changes them. Loop only.
-  var faults: FaultInjection
-  let simulator: TripSimulator
+  package var faults: FaultInjection
+  package let simulator: TripSimulator
   let logger: Logger
   private var counters = FleetSimStats()
   /// The synthetic streams, in load-generation mode.
   private let load: LoadGenerator?
   /// The counters, the load generator's updates included.
-  var stats: FleetSimStats {
+  package var stats: FleetSimStats {
     var stats = counters
     stats.updatesSent += load?.sent ?? 0
     return stats
@@ -79,12 +53,12 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
   private var tickerRunning = false
   private var random: SplitMix64
 
-  init(configuration: FleetSimConfiguration, logger: Logger) {
+  package init(configuration: FleetSimConfiguration, logger: Logger) {
     self.configuration = configuration
     self.simulator = TripSimulator(configuration: configuration.simulation)
     self.logger = logger
     self.faults = configuration.faults
-    self.random = SplitMix64(state: configuration.faults.seed)
+    self.random = SplitMix64(seed: configuration.faults.seed)
     self.load = configuration.load.map { LoadGenerator(profile: $0) }
   }
 
@@ -93,7 +67,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
 
   // MARK: - Dispatch
 
-  func handle(_ call: GRPCServerCall) {
+  package func handle(_ call: any GRPCServerCallContext) {
     let latency = faults.addedLatency
     if latency > .zero {
       counters.delayedCalls += 1
@@ -105,12 +79,12 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
     }
   }
 
-  private func dispatch(_ call: GRPCServerCall) {
+  private func dispatch(_ call: any GRPCServerCallContext) {
     switch call.path {
-    case FleetSimMethods.unaryGetTrip:
+    case FleetEngineMethods.unaryGetTrip:
       counters.unaryCalls += 1
       unaryGetTrip(call)
-    case FleetSimMethods.streamingGetTrip:
+    case FleetEngineMethods.streamingGetTrip:
       counters.streamsStarted += 1
       streamingGetTrip(call)
     default:
@@ -120,7 +94,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
 
   /// The checks every call goes through, in the order Fleet Engine applies them:
   /// injected faults, the token, the name's form, the token's trip, the trip's existence.
-  private func admit(_ call: GRPCServerCall, name: String) -> Int? {
+  private func admit(_ call: any GRPCServerCallContext, name: String) -> Int? {
     if faults.failureRate > 0, Double.random(in: 0..<1, using: &random) < faults.failureRate {
       counters.injectedFailures += 1
       call.finish(GRPCStatus(code: faults.failureCode, message: "injected failure"))
@@ -164,7 +138,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
 
   /// Checks `authorization: Bearer <JWT>` as ``FleetSimConfiguration/Auth`` describes; returns the
   /// token's trip ID claim.
-  private func authenticate(_ call: GRPCServerCall, _ auth: FleetSimConfiguration.Auth) -> AuthOutcome {
+  private func authenticate(_ call: any GRPCServerCallContext, _ auth: FleetSimConfiguration.Auth) -> AuthOutcome {
     guard let header = call.requestMetadata.first("authorization") else {
       return .refused(GRPCStatus(code: .unauthenticated, message: "missing authorization header"))
     }
@@ -185,7 +159,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
       // The JWT error text never contains the token.
       return .refused(GRPCStatus(code: .unauthenticated, message: "invalid token: \(error)"))
     }
-    if let failed = Self.claimCheckFailure(token.claims, auth, now: unixTimeNow()) {
+    if let failed = Self.claimCheckFailure(token.claims, auth, now: call.scheduler.unixTime) {
       return .refused(GRPCStatus(code: .unauthenticated, message: "invalid token: \(failed)"))
     }
     guard let tripID = token.claims.tripID else {
@@ -227,7 +201,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
 
   // MARK: - Unary GetTrip
 
-  private func unaryGetTrip(_ call: GRPCServerCall) {
+  private func unaryGetTrip(_ call: any GRPCServerCallContext) {
     let request: GetTripRequest
     do {
       request = try GetTripRequest(serializedBytes: call.request)
@@ -236,7 +210,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
       return
     }
     guard let index = admit(call, name: request.name) else { return }
-    let seconds = simulator.simulatedSeconds(atUnixTime: unixTimeNow())
+    let seconds = simulator.simulatedSeconds(atUnixTime: call.scheduler.unixTime)
     var trip = simulator.trip(index: index, atSimulatedSeconds: seconds, routeFormat: request.routeFormatType)
     // Leave out what the caller already has, as Fleet Engine does with the *_version fields.
     if Self.isCurrent(request.currentRouteSegmentVersion, trip.currentRouteSegmentVersion) {
@@ -273,7 +247,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
 
   // MARK: - Streaming GetTrip
 
-  private func streamingGetTrip(_ call: GRPCServerCall) {
+  private func streamingGetTrip(_ call: any GRPCServerCallContext) {
     let request: StreamTripRequest
     do {
       request = try StreamTripRequest(serializedBytes: call.request)
@@ -282,7 +256,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
       return
     }
     guard let index = admit(call, name: request.name) else { return }
-    let now = unixTimeNow()
+    let now = call.scheduler.unixTime
     let trip = simulator.trip(
       index: index, atSimulatedSeconds: simulator.simulatedSeconds(atUnixTime: now),
       routeFormat: request.routeFormatType)
@@ -303,7 +277,7 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
       call.finish(.ok)
       return
     }
-    let key = ObjectIdentifier(call)
+    let key = ObjectIdentifier(call as AnyObject)
     streams[key] = stream
     counters.streamsOpen += 1
     call.onCancel { [weak self] in
@@ -326,13 +300,13 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
     trip.tripStatus == .complete || trip.tripStatus == .canceled
   }
 
-  private func startTicker(using call: GRPCServerCall) {
+  private func startTicker(using call: any GRPCServerCallContext) {
     guard !tickerRunning else { return }
     tickerRunning = true
     scheduleTick(using: call)
   }
 
-  private func scheduleTick(using call: GRPCServerCall) {
+  private func scheduleTick(using call: any GRPCServerCallContext) {
     call.schedule(after: configuration.updateInterval) { [weak self] in
       self?.tick()
     }
@@ -344,9 +318,10 @@ final class FleetSimService: GRPCService, @unchecked Sendable {
       tickerRunning = false
       return
     }
-    let now = unixTimeNow()
+    // The streams' scheduler's clock: the wall clock, or a test's virtual one.
+    let now = streams.values.first?.call.scheduler.unixTime ?? unixTime()
     let seconds = simulator.simulatedSeconds(atUnixTime: now)
-    var anchor: GRPCServerCall?
+    var anchor: (any GRPCServerCallContext)?
     for (key, stream) in streams {
       if stream.call.isClosed {
         streams[key] = nil

@@ -7,6 +7,8 @@
 // rather than one burst per period; without one, each pass sends one update to every
 // stream whose flow-control window has room. Runs on the server's event loop; no locks.
 
+import GRPCProtocol
+import Primitives
 import FleetEngineMessages
 import HTTP2Transport
 import ProtoWire
@@ -17,7 +19,7 @@ import ProtoWire
 
 final class LoadGenerator {
   final class Stream {
-    let call: GRPCServerCall
+    let call: any GRPCServerCallContext
     var sequence: UInt64
     var latitude: Double
     var longitude: Double
@@ -25,7 +27,7 @@ final class LoadGenerator {
     var eta: Int64
     var step: Int32 = 0
 
-    init(call: GRPCServerCall, sequence: UInt64, trip: Trip) {
+    init(call: any GRPCServerCallContext, sequence: UInt64, trip: Trip) {
       self.call = call
       self.sequence = sequence
       let point = trip.lastLocation?.location ?? trip.pickupPoint?.point ?? LatLng(latitude: 52.37, longitude: 4.89)
@@ -45,7 +47,7 @@ final class LoadGenerator {
   private var slots: [[Stream]]
   private var nextSlot = 0
   private var running = false
-  private var anchor: GRPCServerCall?
+  private var anchor: any GRPCServerCallContext?
   private var slotStart: UInt64 = 0
   private var encodeBuffer: [UInt8] = []
   private(set) var sent = 0
@@ -62,7 +64,7 @@ final class LoadGenerator {
   }
 
   /// Adds a stream (after its first message, numbered `sequence`) and starts the sender.
-  func add(_ call: GRPCServerCall, trip: Trip, sequence: UInt64) {
+  func add(_ call: any GRPCServerCallContext, trip: Trip, sequence: UInt64) {
     let stream = Stream(call: call, sequence: sequence, trip: trip)
     // Round-robin placement spreads streams evenly over the period's slots.
     slots[placed % slots.count].append(stream)
@@ -84,7 +86,7 @@ final class LoadGenerator {
   }
 
   private func pass() {
-    let now = unixTimeNow()
+    let now = unixTime()
     if profile.updatesPerSecond == nil {
       let sentBefore = sent
       serve(slot: 0, now: now, saturating: true)

@@ -22,12 +22,41 @@ public struct GRPCError: Error, CustomNSError, Sendable, Hashable, CustomStringC
   /// The trailing metadata the server sent with the status (empty when none,
   /// or when the error was produced locally).
   public var trailers: GRPCMetadata
+  /// The error this one was made from, when there is one: the decoding error behind an INTERNAL, the
+  /// token provider's error behind an UNAUTHENTICATED, the connection error behind an UNAVAILABLE. Not
+  /// part of equality or hashing; like the message, it never holds request metadata.
+  public var cause: (any Error & Sendable)?
 
   /// Creates an error from its parts.
-  public init(code: GRPCStatusCode, message: String, trailers: GRPCMetadata = [:]) {
+  public init(
+    code: GRPCStatusCode, message: String, trailers: GRPCMetadata = [:], cause: (any Error & Sendable)? = nil
+  ) {
     self.code = code
     self.message = message
     self.trailers = trailers
+    self.cause = cause
+  }
+
+  public static func == (lhs: GRPCError, rhs: GRPCError) -> Bool {
+    lhs.code == rhs.code && lhs.message == rhs.message && lhs.trailers == rhs.trailers
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(code)
+    hasher.combine(message)
+    hasher.combine(trailers)
+  }
+
+  /// Whether following recovers from this error by itself, with nothing for the application to do: the
+  /// Consumer SDK's first table (ABORTED, CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE). The second table's
+  /// codes (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, RESOURCE_EXHAUSTED, UNAUTHENTICATED) are retried
+  /// too but cannot heal without the application (a wrong name, a missing trip, a token or quota to fix),
+  /// and so is every other code (INTERNAL, UNIMPLEMENTED, …): all of those are false.
+  public var isRecoverable: Bool {
+    switch code {
+    case .aborted, .cancelled, .deadlineExceeded, .unavailable: true
+    default: false
+    }
   }
 
   /// Creates an error from a status.

@@ -6,6 +6,7 @@
 // fails the waiting calls UNAVAILABLE at once (fail-fast) and holds off the
 // next attempt by the backoff delay; calls arriving meanwhile fail fast too.
 
+import Primitives
 import GRPCProtocol
 import Logging
 

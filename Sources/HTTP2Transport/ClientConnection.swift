@@ -4,6 +4,7 @@
 // session, and runs one GRPCClientCall state machine per stream. Everything
 // here runs on the channel's event loop: no locks.
 
+import Primitives
 import GRPCProtocol
 import HTTP2Session
 import Logging

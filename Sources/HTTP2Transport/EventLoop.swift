@@ -6,6 +6,8 @@
 // the loop through an eventfd.
 
 import CLinuxSystem
+import Primitives
+public import GRPCProtocol
 import Synchronization
 
 #if canImport(Glibc)
@@ -20,13 +22,6 @@ package protocol EventLoopHandler: AnyObject {
   func handleEvent(readable: Bool, writable: Bool, hangup: Bool)
 }
 
-/// The monotonic clock in nanoseconds.
-@inline(__always)
-package func monotonicNanoseconds() -> UInt64 {
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}
 
 /// An epoll-based event loop running on a thread of its own.
 ///
@@ -170,7 +165,7 @@ package final class EventLoop: @unchecked Sendable {
     let id = nextTimerID
     nextTimerID += 1
     timerCallbacks[id] = body
-    pushTimer(Timer(deadline: monotonicNanoseconds() &+ UInt64(nanos), id: id))
+    pushTimer(Timer(deadline: Primitives.monotonicNanoseconds() &+ UInt64(nanos), id: id))
     return id
   }
 
@@ -212,7 +207,7 @@ package final class EventLoop: @unchecked Sendable {
   }
 
   private func runDueTimers() {
-    let now = monotonicNanoseconds()
+    let now = Primitives.monotonicNanoseconds()
     while let first = timerHeap.first, first.deadline <= now {
       let timer = popTimer()
       if let callback = timerCallbacks.removeValue(forKey: timer.id) { callback() }
@@ -223,7 +218,7 @@ package final class EventLoop: @unchecked Sendable {
     // Drop cancelled timers at the top so they don't cause early wakeups.
     while let first = timerHeap.first, timerCallbacks[first.id] == nil { _ = popTimer() }
     guard let first = timerHeap.first else { return -1 }
-    let now = monotonicNanoseconds()
+    let now = Primitives.monotonicNanoseconds()
     if first.deadline <= now { return 0 }
     // Round up so a timer never fires early.
     return Int32(clamping: (first.deadline - now + 999_999) / 1_000_000)
@@ -322,4 +317,12 @@ package struct LoopBound<Value>: @unchecked Sendable {
     loop.assertInEventLoop()
     return _value
   }
+}
+
+extension EventLoop: GRPCScheduler {
+  package var inScheduler: Bool { inEventLoop }
+
+  package var monotonicNanoseconds: UInt64 { Primitives.monotonicNanoseconds() }
+
+  package var unixTime: Double { Primitives.unixTime() }
 }

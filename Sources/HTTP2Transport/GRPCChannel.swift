@@ -1,5 +1,6 @@
 // Sources/HTTP2Transport/GRPCChannel.swift - the public gRPC client channel
 
+import Primitives
 public import GRPCProtocol
 public import Logging
 import Synchronization
@@ -17,7 +18,7 @@ import Synchronization
 ///
 /// Messages are raw bytes: callers encode and decode them (see `FleetEngineMessages`).
 /// Call ``shutdown()`` (graceful) or ``close()`` when done.
-public final class GRPCChannel: Sendable {
+public final class GRPCChannel: GRPCClientTransport, Sendable {
   /// The target host.
   public let host: String
   /// The target port.
@@ -101,8 +102,8 @@ public final class GRPCChannel: Sendable {
     let id = nextCallID.add(1, ordering: .relaxed).oldValue
     let core = core
     let handle = GRPCCallHandle(
-      cancelAction: { core.loop.execute { core.value.cancel(callID: id) } },
-      releaseAction: { bytes in core.loop.execute { core.value.release(callID: id, bytes: bytes) } })
+      cancel: { core.loop.execute { core.value.cancel(callID: id) } },
+      release: { bytes in core.loop.execute { core.value.release(callID: id, bytes: bytes) } })
     guard GRPCRequestHead.isValidMethodPath(path) else {
       handler.callDidFinish(
         status: GRPCStatus(code: .invalidArgument, message: "invalid method path \(path)"), trailers: GRPCMetadata())
@@ -159,6 +160,30 @@ public final class GRPCChannel: Sendable {
       manualFlowControl: true)
     response.receiver.setHandle(handle)
     return response
+  }
+
+  // MARK: - The transport seam
+
+  /// The channel's one event loop: every call's callbacks run there.
+  public var schedulers: [any GRPCScheduler] { [loop] }
+
+  /// Starts a call as ``startCall(path:request:kind:options:handler:)`` does; `scheduler` must be the
+  /// channel's loop (its only scheduler).
+  public func startCall(
+    path: String, request: [UInt8], kind: GRPCCallKind, options: CallOptions, on scheduler: any GRPCScheduler,
+    handler: any GRPCCallHandler
+  ) -> GRPCCallHandle {
+    assert(scheduler === loop, "a call started on a scheduler that is not the channel's")
+    return startCall(path: path, request: request, kind: kind, options: options, handler: handler)
+  }
+
+  /// Connections and calls now.
+  public func statistics() async -> GRPCTransportStatistics {
+    let stats = await stats()
+    return GRPCTransportStatistics(
+      openConnections: stats.openConnections, activeCalls: stats.activeCalls, queuedCalls: stats.queuedCalls,
+      connectAttempts: stats.connectAttempts, connectFailures: stats.connectFailures, pingsSent: stats.pingsSent,
+      pingAcksReceived: stats.pingAcksReceived, recentBackoffDelays: stats.recentBackoffDelays)
   }
 
   // MARK: - Lifecycle

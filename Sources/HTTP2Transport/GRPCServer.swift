@@ -2,9 +2,10 @@
 //
 // Built from the same parts as the client: the event loop, ByteStream (TCP
 // and TLS), and an nghttp2 session in the server role. A `GRPCService`
-// receives each call once its request message is complete and answers on
-// the loop thread, now or later (server streaming), through `GRPCServerCall`.
+// (GRPCProtocol's service seam) receives each call once its request message is complete and answers
+// on the loop thread, now or later (server streaming), through `GRPCServerCall`.
 
+import Primitives
 public import GRPCProtocol
 public import Logging
 import Synchronization
@@ -12,13 +13,6 @@ import Synchronization
 #if canImport(Glibc)
   import Glibc
 #endif
-
-/// Serves gRPC calls. Called on the server's event loop thread; must not block.
-public protocol GRPCService: AnyObject, Sendable {
-  /// A call whose request message has fully arrived. Answer it through `call`,
-  /// now or later (on the call's loop); it stays open until finished or cancelled.
-  func handle(_ call: GRPCServerCall)
-}
 
 /// How a ``GRPCServer`` listens, and the bounds it holds its clients to.
 ///

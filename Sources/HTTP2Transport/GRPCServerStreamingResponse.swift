@@ -1,5 +1,6 @@
 // Sources/HTTP2Transport/GRPCServerStreamingResponse.swift - server streaming as an AsyncSequence
 
+import Primitives
 public import GRPCProtocol
 import Synchronization
 

@@ -1,5 +1,6 @@
 // Sources/HTTP2Transport/ServerConnection.swift - one accepted HTTP/2 connection serving gRPC calls
 
+import Primitives
 public import GRPCProtocol
 import HTTP2Session
 import Logging
@@ -11,7 +12,7 @@ import Logging
 ///
 /// `@unchecked Sendable`: it can be handed to other threads only to be sent back to its
 /// loop; every method checks (in debug builds) that it runs on the loop.
-public final class GRPCServerCall: @unchecked Sendable {
+public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
   /// The method path, `/package.Service/Method`.
   public let path: String
   /// The request metadata (custom headers; `-bin` values decoded).
@@ -24,6 +25,8 @@ public final class GRPCServerCall: @unchecked Sendable {
   public let timeout: Duration?
 
   let loop: EventLoop
+  /// The call's event loop, where its methods run and its timers fire.
+  public var scheduler: any GRPCScheduler { loop }
   weak var connection: ServerConnection?
   let streamID: Int32
   private var headersSent = false

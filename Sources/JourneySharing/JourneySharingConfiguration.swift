@@ -1,5 +1,6 @@
 // Sources/JourneySharing/JourneySharingConfiguration.swift - where trips come from and how they are fetched
 
+import Primitives
 public import FleetEngineMessages
 public import Logging
 import ProtoWire

@@ -1,5 +1,6 @@
 // Sources/JourneySharing/JourneySharingServices.swift - the entry point and the trip service
 
+import Primitives
 public import GRPCProtocol
 import Logging
 import Synchronization

@@ -1,5 +1,6 @@
 // Sources/JourneySharing/JourneySharingSession.swift - the map's state of a followed trip, without a map
 
+import Primitives
 public import FleetEngineMessages
 import HTTP2Transport
 import Synchronization
@@ -57,7 +58,7 @@ public final class JourneySharingSession: TripModelSubscriber {
 
   public func tripModel(_ tripModel: TripModel, didUpdate trip: Trip?, updatedPropertyFields: TripPropertyFields) {
     guard let trip else { return }
-    let now = currentUnixTime()
+    let now = unixTime()
     builder.withLock { $0.update(with: trip, at: now) }
   }
 }

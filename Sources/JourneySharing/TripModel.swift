@@ -1,5 +1,6 @@
 // Sources/JourneySharing/TripModel.swift - one followed trip and its subscribers
 
+import Primitives
 public import FleetEngineMessages
 public import GRPCProtocol
 import HTTP2Transport

@@ -1,6 +1,7 @@
 // Sources/ToolSupport/ToolIO.swift - standard error, files and the version, without Foundation
 
-package import ProtoWire
+import Primitives
+
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,6 @@
 // Sources/FleetSim/Simulation/SimulationConfiguration.swift - what a simulation run is made of
 
+import Primitives
 public import FleetEngineMessages
 
 /// The inputs of a trip simulation. Together with a trip's index they fix
@@ -16,7 +17,7 @@ public struct SimulationConfiguration: Sendable, Hashable {
   /// The Unix time, in seconds, at which simulated time 0 happens. Default: when the configuration was
   /// made, so an embedded simulator's trips start when it does. Give an earlier time to join trips under
   /// way, or the same time to a restarted server so it continues the same trips.
-  public var startTime: Double = unixTimeNow()
+  public var startTime: Double = unixTime()
   /// Simulated seconds per wall-clock second (2 plays trips at double speed). Must be positive.
   public var speedup: Double = 1
   /// The middle of the simulated city; trips stay within about 4 km of it.
@@ -34,7 +35,7 @@ public struct SimulationConfiguration: Sendable, Hashable {
     self.provider = provider
     self.tripCount = tripCount
     self.seed = seed
-    self.startTime = startTime ?? unixTimeNow()
+    self.startTime = startTime ?? unixTime()
     self.speedup = speedup
     self.cityCenter = cityCenter
   }

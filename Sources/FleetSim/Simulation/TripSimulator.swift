@@ -17,6 +17,7 @@
 //   `eta - server_time` is what a client waits; speeds and distances are simulated.
 // - vehicle_waypoints is left empty: Fleet Engine never returns it from GetTrip.
 
+import Primitives
 public import FleetEngineMessages
 import HTTP2Transport
 import Synchronization

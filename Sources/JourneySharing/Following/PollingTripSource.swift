@@ -5,6 +5,7 @@
 // started together drift apart instead of polling in lockstep; every poll first reserves its time in the
 // services-wide request budget, so the whole process never sends more than the budget allows.
 
+import Primitives
 import FleetEngineMessages
 import GRPCProtocol
 

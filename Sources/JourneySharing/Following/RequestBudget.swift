@@ -6,6 +6,8 @@
 // of them, however many trips are polled. A trip whose reserved time is later than it asked for
 // waits; those waits are counted.
 
+import Primitives
+
 /// The request budget's figures.
 public struct RequestBudgetStatistics: Sendable, Hashable {
   /// The cap, in requests per second (nil: none).

@@ -6,6 +6,8 @@
 // success: a poll answered, or a stream that stayed up long enough. A server that sends one update and
 // ends each stream therefore meets a growing delay, not a reconnect loop.
 
+import Primitives
+
 /// How long to wait before each retry: the first after ``initial``, each next one ``multiplier`` times
 /// longer up to ``maximum``, each randomised by ±``jitter``, as grpc's connection-backoff document
 /// describes.

@@ -37,7 +37,7 @@ func makeDefaultTransport(_ configuration: JourneySharingConfiguration) throws(G
     Keepalive(interval: $0, timeout: connection.keepaliveTimeout)
   }
   channel.maxReceiveMessageSize = connection.maxReceiveMessageSize
-  channel.http2Settings.maxHeaderListSize = connection.maxResponseHeaderListSize
+  channel.http2Settings.maxHeaderListSize = UInt32(clamping: connection.maxResponseHeaderListSize)
   return try GRPCChannel(
     host: configuration.host, port: configuration.port, configuration: channel, logger: configuration.logger)
 }

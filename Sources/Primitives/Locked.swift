@@ -1,4 +1,4 @@
-// Sources/HTTP2Transport/Locked.swift - a pthread mutex around a value, for cold cross-thread state
+// Sources/Primitives/Locked.swift - a pthread mutex around a value, for cold cross-thread state
 //
 // `Synchronization.Mutex` would do, but on Linux ThreadSanitizer cannot see the
 // ordering it provides (it uses futexes directly) and reports every access it

@@ -1,6 +1,5 @@
-// Sources/HTTP2Transport/GRPCCallHandler.swift - the callback form of a call
+// Sources/GRPCProtocol/GRPCCallHandler.swift - the callback form of a call, as every transport gives it
 
-public import GRPCProtocol
 
 /// Receives one call's response parts, on the channel's event loop thread.
 ///
@@ -21,10 +20,17 @@ extension GRPCCallHandler {
   public func callDidReceiveHeaders(_ headers: GRPCMetadata) {}
 }
 
-/// Cancels a call started with ``GRPCChannel/startCall(path:request:kind:options:handler:)``.
+/// Cancels a call started through a ``GRPCClientTransport``.
 public struct GRPCCallHandle: Sendable {
   let cancelAction: @Sendable () -> Void
   let releaseAction: @Sendable (Int) -> Void
+
+  /// A handle whose ``cancel()`` runs `cancel` and whose window releases (manual flow control) run
+  /// `release`: for transports.
+  package init(cancel: @escaping @Sendable () -> Void, release: @escaping @Sendable (Int) -> Void = { _ in }) {
+    cancelAction = cancel
+    releaseAction = release
+  }
 
   /// Cancels the call: RST_STREAM(CANCEL) goes to the server and the handler
   /// finishes with CANCELLED, unless the call already ended.
@@ -32,7 +38,7 @@ public struct GRPCCallHandle: Sendable {
 
   /// With manual flow control, returns `bytes` of received data to the stream's
   /// window so the server may send more.
-  func release(bytes: Int) { releaseAction(bytes) }
+  package func release(bytes: Int) { releaseAction(bytes) }
 }
 
 /// The shape of a call.

@@ -1,4 +1,4 @@
-// Sources/ProtoWire/Release.swift - the package's release version, in its lowest module
+// Sources/Primitives/Release.swift - the package's release version
 //
 // Every module and tool of the package can see this one constant: the tools print it for
 // `--version`, the consumer API sends it in RequestHeader.sdk_version. CHANGELOG.md's newest

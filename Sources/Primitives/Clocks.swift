@@ -1,0 +1,25 @@
+// Sources/Primitives/Clocks.swift - the two clocks every module reads
+//
+// The monotonic clock measures intervals (timers, deadlines, backoff); the wall clock gives Unix times
+// (token expiry, a trip's timestamps, the simulation's time). One definition of each for the package.
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+/// The monotonic clock (CLOCK_MONOTONIC), in nanoseconds.
+@inline(__always)
+package func monotonicNanoseconds() -> UInt64 {
+  var ts = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &ts)
+  return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
+/// The wall clock (CLOCK_REALTIME), in Unix seconds.
+package func unixTime() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_REALTIME, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
