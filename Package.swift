@@ -43,6 +43,11 @@ let targets: [Target] = [
     pkgConfig: "openssl",
     providers: [.apt(["libssl-dev"])]
   ),
+  .systemLibrary(
+    name: "CZlib",
+    pkgConfig: "zlib",
+    providers: [.apt(["zlib1g-dev"])]
+  ),
 
   .target(
     name: "CLinuxSystem"
@@ -73,13 +78,20 @@ let targets: [Target] = [
 
   // MARK: - gRPC over HTTP/2
 
+  // gzip and deflate through zlib: the only importer of CZlib, used by GRPCProtocol alone.
+  .target(
+    name: "GRPCCompression",
+    dependencies: ["CZlib"],
+    swiftSettings: defaultSwiftSettings
+  ),
   .target(
     name: "GRPCProtocol",
+    dependencies: ["GRPCCompression"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
     name: "GRPCProtocolTests",
-    dependencies: ["GRPCProtocol"],
+    dependencies: ["GRPCProtocol", "GRPCCompression"],
     swiftSettings: defaultSwiftSettings
   ),
 
