@@ -257,17 +257,27 @@ public struct GRPCClientCall: Sendable {
     endStream: Bool,
     _ onMessage: (UnsafeRawBufferPointer) -> Void
   ) -> Action {
+    receiveData(chunk, endStream: endStream) { message, _ in onMessage(message) }
+  }
+
+  /// Like ``receiveData(_:endStream:_:)``, also telling for each message the encoding it
+  /// arrived compressed with (`nil`: it arrived uncompressed).
+  public mutating func receiveData(
+    _ chunk: UnsafeRawBufferPointer,
+    endStream: Bool,
+    _ onMessage: (UnsafeRawBufferPointer, GRPCCompressionAlgorithm?) -> Void
+  ) -> Action {
     let limit = deframer.maxMessageSize
     var failure: GRPCError?
     let action = receiveMessages(chunk, endStream: endStream) { message in
       guard failure == nil else { return }
       guard let algorithm = message.compression else {
-        onMessage(message.bytes)
+        onMessage(message.bytes, nil)
         return
       }
       do throws(GRPCError) {
         let plain = try GRPCMessageCompression.decompress(message.bytes, with: algorithm, limit: limit)
-        plain.withUnsafeBytes { onMessage($0) }
+        plain.withUnsafeBytes { onMessage($0, algorithm) }
       } catch {
         failure = error
       }

@@ -240,12 +240,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       acceptEncodings: configuration.compression.acceptedEncodings
     )
     let headers = head.headerFields().map { HTTP2HeaderField($0.name, $0.value) }
-    let body: [UInt8]?
-    if let single = call.singleRequest {
-      body = single
-    } else {
-      body = call.outbound.isEmpty ? nil : call.outbound
-    }
+    // A request-streaming call always gets a data provider, so even an empty request ends with
+    // an empty DATA frame carrying END_STREAM rather than END_STREAM on HEADERS: grpc-go's
+    // server (1.33) never sees the end of a streaming request that came in HEADERS alone.
+    let body: [UInt8] = call.singleRequest ?? call.outbound
     let streamID: Int32
     do {
       streamID = try session.submitRequest(headers: headers, body: body, endStream: call.requestEnded)
@@ -256,7 +254,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       return
     }
     if call.singleRequest == nil {
-      call.requestHandedOver = call.requestHandedOver || body != nil || call.requestEnded
+      call.requestHandedOver = call.requestHandedOver || !body.isEmpty || call.requestEnded
       call.outbound = []
     }
     let maxSize = call.options.maxReceiveMessageSize ?? configuration.maxReceiveMessageSize
@@ -402,8 +400,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       releasePartialIfClear(active, streamID: streamID, session: session)
     } else {
       let handler = active.call.handler
-      action = active.machine.receiveData(data, endStream: false) { message in
-        handler.callDidReceiveMessage(message)
+      action = active.machine.receiveData(data, endStream: false) { message, compression in
+        handler.callDidReceiveMessage(message, compression: compression)
       }
       session.consume(streamID: streamID, bytes: data.count)
     }

@@ -16,12 +16,19 @@ public protocol GRPCCallHandler: AnyObject, Sendable {
   func callDidReceiveHeaders(_ headers: GRPCMetadata)
   /// One response message; the buffer is valid only during the call.
   func callDidReceiveMessage(_ message: UnsafeRawBufferPointer)
+  /// One response message, with the encoding it arrived compressed with (`nil`: it arrived
+  /// uncompressed). The default calls ``callDidReceiveMessage(_:)``.
+  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer, compression: GRPCCompressionAlgorithm?)
   /// The call ended with `status`; nothing more follows.
   func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata)
 }
 
 extension GRPCCallHandler {
   public func callDidReceiveHeaders(_ headers: GRPCMetadata) {}
+
+  public func callDidReceiveMessage(_ message: UnsafeRawBufferPointer, compression: GRPCCompressionAlgorithm?) {
+    callDidReceiveMessage(message)
+  }
 }
 
 /// A handler that takes messages as they arrived (compressed ones still compressed) and

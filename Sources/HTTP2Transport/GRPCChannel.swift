@@ -241,10 +241,12 @@ public final class GRPCChannel: Sendable {
   ) async throws -> GRPCUnaryResponse {
     let call = makeStreamingCall(path: path, kind: .clientStreaming, options: options)
     return try await call.run(requestProducer: requestProducer) { responses in
-      var message: [UInt8]?
-      for try await received in responses { message = received }
+      var message: GRPCReceivedMessage?
+      while let received = try await responses.nextReceivedMessage() { message = received }
       let result = await responses.result()
-      return GRPCUnaryResponse(message: message ?? [], headers: result.headers, trailers: result.trailers)
+      return GRPCUnaryResponse(
+        message: message?.bytes ?? [], headers: result.headers, trailers: result.trailers,
+        compression: message?.compression)
     }
   }
 
@@ -303,14 +305,16 @@ public final class GRPCChannel: Sendable {
   }
 }
 
-/// The result of a unary call that ended OK.
+/// The result of a unary or client-streaming call that ended OK.
 public struct GRPCUnaryResponse: Sendable {
-  /// The serialized response message.
+  /// The serialized response message (decompressed).
   public var message: [UInt8]
   /// The response headers.
   public var headers: GRPCMetadata
   /// The trailers.
   public var trailers: GRPCMetadata
+  /// The encoding the message arrived compressed with, or `nil` when it arrived uncompressed.
+  public var compression: GRPCCompressionAlgorithm?
 }
 
 /// Collects one unary response and resumes the awaiting task.
@@ -323,6 +327,7 @@ private final class UnaryCollector: GRPCCallHandler, @unchecked Sendable {
     var cancelRequested = false
     var headers = GRPCMetadata()
     var message: [UInt8]?
+    var compression: GRPCCompressionAlgorithm?
   }
   private let state = Locked(State())
 
@@ -351,20 +356,28 @@ private final class UnaryCollector: GRPCCallHandler, @unchecked Sendable {
   }
 
   func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    callDidReceiveMessage(message, compression: nil)
+  }
+
+  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer, compression: GRPCCompressionAlgorithm?) {
     let copy = [UInt8](message)
-    state.withLock { $0.message = copy }
+    state.withLock {
+      $0.message = copy
+      $0.compression = compression
+    }
   }
 
   func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
-    let (continuation, headers, message) = state.withLock { state in
+    let (continuation, headers, message, compression) = state.withLock { state in
       let taken = state.continuation
       state.continuation = nil
-      return (taken, state.headers, state.message)
+      return (taken, state.headers, state.message, state.compression)
     }
     guard let continuation else { return }
     if status.code == .ok {
       continuation.resume(
-        returning: .success(GRPCUnaryResponse(message: message ?? [], headers: headers, trailers: trailers)))
+        returning: .success(
+          GRPCUnaryResponse(message: message ?? [], headers: headers, trailers: trailers, compression: compression)))
     } else {
       continuation.resume(returning: .failure(GRPCError(status: status, trailers: trailers)))
     }

@@ -41,6 +41,13 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
     await receiver.result()
   }
 
+  /// The next message with the encoding it arrived compressed with; `nil` at the end of an
+  /// OK call. The same messages as the iterator's (do not mix the two): for callers that
+  /// check how the server encoded each message.
+  public func nextReceivedMessage() async throws(GRPCError) -> GRPCReceivedMessage? {
+    try await receiver.nextReceived()
+  }
+
   public func makeAsyncIterator() -> Iterator { Iterator(receiver: receiver, response: self) }
 
   /// Iterates the messages.
@@ -151,6 +158,10 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
     }
 
     func next() async throws(GRPCError) -> [UInt8]? {
+      try await nextReceived()?.bytes
+    }
+
+    func nextReceived() async throws(GRPCError) -> GRPCReceivedMessage? {
       while true {
         enum Step {
           case message(Entry, release: GRPCCallHandle?, bytes: Int)
@@ -181,13 +192,16 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
         switch step {
         case .message(let message, let handle, let bytes):
           if let handle, bytes > 0 { handle.release(bytes: bytes) }
-          guard let algorithm = message.compression else { return message.bytes }
+          guard let algorithm = message.compression else {
+            return GRPCReceivedMessage(bytes: message.bytes, compression: nil)
+          }
           do {
-            return try message.bytes.withUnsafeBytes { raw in
+            let plain = try message.bytes.withUnsafeBytes { raw in
               Result { () throws(GRPCError) in
                 try GRPCMessageCompression.decompress(raw, with: algorithm, limit: maxReceiveMessageSize)
               }
             }.get()
+            return GRPCReceivedMessage(bytes: plain, compression: algorithm)
           } catch {
             throw failByConsumer(error)
           }
@@ -236,6 +250,14 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
       }
     }
   }
+}
+
+/// One response message and how it arrived.
+public struct GRPCReceivedMessage: Sendable, Hashable {
+  /// The message (decompressed).
+  public var bytes: [UInt8]
+  /// The encoding it arrived compressed with, or `nil` when it arrived uncompressed.
+  public var compression: GRPCCompressionAlgorithm?
 }
 
 /// How a call ended: its status, response headers and trailers.
