@@ -120,7 +120,8 @@ let targets: [Target] = [
   .testTarget(
     name: "HTTP2TransportTests",
     dependencies: [
-      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "TestLogging", .product(name: "Logging", package: "swift-log"),
+      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TestLogging",
+      .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
   ),

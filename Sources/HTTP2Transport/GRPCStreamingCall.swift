@@ -124,8 +124,9 @@ public final class GRPCStreamingCall: Sendable {
             try await requestProducer(requests)
             requests.finish()
           } catch {
-            // Writes throw once the call ended or was cancelled: that is not the producer's failure.
-            guard !responses.receiver.isEndedOrEnding else { return }
+            // Writes throw once the call ended or was cancelled, and the producer's task is cancelled
+            // when the scope ends or the caller is cancelled: none of that is the producer's failure.
+            guard !responses.receiver.isEndedOrEnding, !Task.isCancelled else { return }
             producerFailure.withLock { $0 = error }
             responses.cancel()
           }

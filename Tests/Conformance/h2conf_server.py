@@ -483,6 +483,8 @@ def main(argv=None) -> int:
                         help="announce SETTINGS_INITIAL_WINDOW_SIZE and never return window for request bytes")
     parser.add_argument("--preface", choices=["settings", "garbage"], default="settings",
                         help="garbage: send random bytes instead of the server's SETTINGS")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true",
+                        help="exit when stdin closes (the test process that started the server ended)")
     parser.add_argument("--alpn", default="h2",
                         help="the ALPN protocol offered with TLS (default h2; 'none' offers none)")
     args = parser.parse_args(argv)
@@ -502,6 +504,12 @@ def main(argv=None) -> int:
     print("listening on 127.0.0.1:%d" % listener.getsockname()[1], flush=True)
     log("serving %s, %d cases" % ("TLS" if tls_context else "h2c", len(cases.CASES)))
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    if args.exit_on_stdin_eof:
+        def watch_stdin() -> None:
+            while sys.stdin.buffer.read(4096):
+                pass
+            os._exit(0)
+        threading.Thread(target=watch_stdin, daemon=True).start()
 
     for conn_id in itertools.count(1):
         try:
