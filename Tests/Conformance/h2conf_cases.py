@@ -421,6 +421,12 @@ POOL_CASES: list[Case] = [
     Case("slow_stream", OK,
          (Headers(), Data(msg(M_A)), Sleep(0.3), Data(msg(M_B)), Trailers("0")),
          streaming=True, messages=(M_A, M_B), note="holds its stream open a while (the stream-limit test)"),
+    Case("hold_request", OK, (Sleep(2.0),) + ok_response(M1) + (WaitForClientReset(3.0),), answer_at_once=True,
+         note="the Swift writer back-pressure test: with --request-window the request stays blocked; "
+              "after 2 s the server answers OK"),
+    Case("accepts_identity_only", OK,
+         (Headers(extra=(("grpc-accept-encoding", "identity"),)), Data(msg(M1)), Trailers("0")),
+         messages=(M1,), note="the Swift negotiation test: the server says it accepts no compression"),
     Case("complete_before_request_sent", OK, ok_response(M1) + (WaitForClientReset(3.0),),
          messages=(M1,), client_rst=NO_ERROR, answer_at_once=True,
          note="C53b: run by a server that gives each request stream a 16-byte window and never more; the "
