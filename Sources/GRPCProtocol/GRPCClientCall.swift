@@ -268,21 +268,27 @@ public struct GRPCClientCall: Sendable {
     _ onMessage: (UnsafeRawBufferPointer, GRPCCompressionAlgorithm?) -> Void
   ) -> Action {
     let limit = deframer.maxMessageSize
+    let before = messagesReceived
+    var handed = 0
     var failure: GRPCError?
     let action = receiveMessages(chunk, endStream: endStream) { message in
       guard failure == nil else { return }
       guard let algorithm = message.compression else {
+        handed += 1
         onMessage(message.bytes, nil)
         return
       }
       do throws(GRPCError) {
         let plain = try GRPCMessageCompression.decompress(message.bytes, with: algorithm, limit: limit)
+        handed += 1
         plain.withUnsafeBytes { onMessage($0, algorithm) }
       } catch {
         failure = error
       }
     }
     guard let failure else { return action }
+    // Only the messages before the one that failed reached the caller.
+    messagesReceived = before + handed
     // The messages after the one that failed were not delivered; the stream is abandoned.
     return abortAfterDelivery(failure.status, endStream: endStream, decided: action)
   }
