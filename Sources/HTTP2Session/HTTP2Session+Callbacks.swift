@@ -291,7 +291,8 @@ extension HTTP2Session {
       guard nghttp2_session_find_stream(session, streamID) == nil,
         let state = streams.removeValue(forKey: streamID)
       else { return 0 }
-      delegate.session(self, streamDidClose: streamID, errorCode: state.sendFailure ?? state.resetCode ?? .refusedStream)
+      delegate.session(
+        self, streamDidClose: streamID, errorCode: state.sendFailure ?? state.resetCode ?? .refusedStream)
     case FrameType.goAway:
       if pendingLocalGoAways > 0 { pendingLocalGoAways -= 1 }
     default:

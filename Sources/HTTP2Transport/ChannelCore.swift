@@ -85,7 +85,8 @@ final class ChannelCore: ClientConnectionDelegate {
     if let deadline = call.deadline {
       let now = monotonicNanoseconds()
       guard deadline > now else {
-        finishUnstarted(call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed before the call started"))
+        finishUnstarted(
+          call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed before the call started"))
         return
       }
       call.deadlineTimer = loop.scheduleTimer(after: .nanoseconds(Int64(deadline - now))) { [weak self] in
@@ -169,7 +170,8 @@ final class ChannelCore: ClientConnectionDelegate {
     guard !call.finished else { return }
     if queuedCalls.removeValue(forKey: call.id) != nil {
       waiting.removeAll { $0 === call }
-      finishUnstarted(call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed while waiting for a connection"))
+      finishUnstarted(
+        call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed while waiting for a connection"))
     } else if let active = activeCalls[call.id], let streamID = active.call.streamID {
       active.connection.cancel(streamID: streamID, deadline: true)
     }
@@ -237,14 +239,17 @@ final class ChannelCore: ClientConnectionDelegate {
     let host = host
     let port = port
     if TLSEngine.isIPAddress(host) || host == "localhost" {
-      resolved(Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) })
+      resolved(
+        Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) })
       return
     }
     let core = LoopBound(unchecked: self, loop: loop)
     // getaddrinfo blocks: run it on a thread of its own, not on the event loop and not on
     // Swift's cooperative pool (which callers may be keeping busy).
     detachThread {
-      let result = Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) }
+      let result = Result { () throws(SocketError) -> [SocketAddress] in
+        try SocketAddress.resolve(host: host, port: port)
+      }
       core.loop.execute {
         core.value.resolved(result)
       }

@@ -198,7 +198,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
         guard let self, self.state == .connecting else { return }
         if self.serverAllowsNoStreams {
           self.close(
-            error: "the server allowed no streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0) for \(timeout) after connecting")
+            error: "the server allowed no streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0) for \(timeout) after connecting"
+          )
         } else {
           self.stream?.close(error: "connect to \(self.address) timed out")
         }
@@ -440,7 +441,9 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     afterStreamClosed()
   }
 
-  func session(_ session: HTTP2Session, didReceiveGoAway lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) {
+  func session(
+    _ session: HTTP2Session, didReceiveGoAway lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]
+  ) {
     logger.debug(
       "GOAWAY received", metadata: ["last_stream_id": "\(lastStreamID)", "error_code": "\(errorCode)"])
     if errorCode == .enhanceYourCalm, debugData.elementsEqual("too_many_pings".utf8) {
@@ -733,6 +736,7 @@ extension Duration {
     let (seconds, attoseconds) = components
     let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
     guard !overflow else { return seconds < 0 ? .min : .max }
-    return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).overflow ? .max : scaled + attoseconds / 1_000_000_000
+    return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).overflow
+      ? .max : scaled + attoseconds / 1_000_000_000
   }
 }

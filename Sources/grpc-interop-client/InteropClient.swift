@@ -425,7 +425,8 @@ enum InteropCase: String, CaseIterable, ExpressibleByArgument {
       try await channel.unary(path: unaryCall, request: request.serializedBytes())
     }
     guard error.message == message else {
-      throw InteropFailure(unaryStep, expected: "message \(message.debugDescription)", got: error.message.debugDescription)
+      throw InteropFailure(
+        unaryStep, expected: "message \(message.debugDescription)", got: error.message.debugDescription)
     }
     guard duplexToo else { return }
     let duplexStep = "step 2 (FullDuplexCall)"

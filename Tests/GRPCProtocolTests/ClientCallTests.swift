@@ -190,7 +190,8 @@ struct NonGRPCResponseTests {
       call.receiveHeaders([(":status", "200")], endStream: false)
         == reset(.unknown, "response without content-type"))
     var ended = GRPCClientCall(kind: .serverStreaming)
-    #expect(ended.receiveHeaders([(":status", "200")], endStream: true) == finish(.unknown, "response without content-type"))
+    #expect(
+      ended.receiveHeaders([(":status", "200")], endStream: true) == finish(.unknown, "response without content-type"))
   }
 
   @Test("a bad content-type with grpc-status in headers that do not end the stream: the grpc-status is used")

@@ -116,7 +116,8 @@ struct LimitsTests {
     // WINDOW_UPDATE of 100 on the stream and the connection: the rest and END_STREAM go out.
     try feed(
       session,
-      rawFrame(RawType.windowUpdate, stream: UInt32(id), [0, 0, 0, 100]) + rawFrame(RawType.windowUpdate, [0, 0, 0, 100]))
+      rawFrame(RawType.windowUpdate, stream: UInt32(id), [0, 0, 0, 100])
+        + rawFrame(RawType.windowUpdate, [0, 0, 0, 100]))
     let sent = parseFrames(drain(session))
     #expect(sent.last?.type == RawType.data && sent.last?.flags == RawFlag.endStream)
     #expect(session.hasClosedLocalSide(id))

@@ -20,16 +20,21 @@ struct LivenessTests {
     #expect(keepalive == Keepalive(interval: .seconds(20), timeout: .seconds(10), permitWithoutCalls: false))
   }
 
-  @Test("regression: calls on a server stopped with SIGSTOP end UNAVAILABLE within interval + timeout",
+  @Test(
+    "regression: calls on a server stopped with SIGSTOP end UNAVAILABLE within interval + timeout",
     arguments: Transport.allCases)
   func stoppedServer(transport: Transport) async throws {
     // The server allows pings every 100 ms, so its own policy plays no part here.
-    try await GRPCIOFixture.with(transport, serverArguments: ["--keepalive-policy", "100:0"], configure: { $0.keepalive = Keepalive(interval: .seconds(1), timeout: .seconds(1)) }) { fixture in
+    try await GRPCIOFixture.with(
+      transport, serverArguments: ["--keepalive-policy", "100:0"],
+      configure: { $0.keepalive = Keepalive(interval: .seconds(1), timeout: .seconds(1)) }
+    ) { fixture in
       // A bidirectional call the server keeps open, waiting for requests, and a streaming call
       // whose next response is far away: both carry no data while the server is stopped.
       let idle = fixture.channel.makeStreamingCall(path: service + "FullDuplexCall")
       let slow = fixture.channel.serverStreaming(
-        path: service + "StreamingOutputCall", request: Proto.outputRequest(sizes: [1, 1], intervalMicroseconds: 60_000_000))
+        path: service + "StreamingOutputCall",
+        request: Proto.outputRequest(sizes: [1, 1], intervalMicroseconds: 60_000_000))
       var slowIterator = slow.makeAsyncIterator()
       #expect(await eventually { await fixture.channel.stats().activeCalls == 2 })
       try await Task.sleep(for: .milliseconds(200))
@@ -73,10 +78,14 @@ struct LivenessTests {
 
   @Test("a server that answers, however slowly it sends, is never cut off: pings only after silence")
   func silentButAlive() async throws {
-    try await GRPCIOFixture.with(.h2c, serverArguments: ["--keepalive-policy", "100:0"], configure: { $0.keepalive = Keepalive(interval: .milliseconds(300), timeout: .seconds(2)) }) { fixture in
+    try await GRPCIOFixture.with(
+      .h2c, serverArguments: ["--keepalive-policy", "100:0"],
+      configure: { $0.keepalive = Keepalive(interval: .milliseconds(300), timeout: .seconds(2)) }
+    ) { fixture in
       // Responses 1 s apart: the connection is silent longer than the interval in between.
       let stream = fixture.channel.serverStreaming(
-        path: service + "StreamingOutputCall", request: Proto.outputRequest(sizes: [1, 1, 1], intervalMicroseconds: 1_000_000))
+        path: service + "StreamingOutputCall",
+        request: Proto.outputRequest(sizes: [1, 1, 1], intervalMicroseconds: 1_000_000))
       #expect(await drain(stream) == .success(3))
       let stats = await fixture.channel.stats()
       #expect(stats.pingsSent >= 2)
@@ -88,7 +97,10 @@ struct LivenessTests {
   @Test("GOAWAY ENHANCE_YOUR_CALM too_many_pings doubles the keepalive interval, as grpc-go does")
   func tooManyPings() async throws {
     // grpc-core's policy: pings without data closer than 60 s apart are strikes; after one, GOAWAY.
-    try await GRPCIOFixture.with(.h2c, serverArguments: ["--keepalive-policy", "60000:1"], configure: { $0.keepalive = Keepalive(interval: .milliseconds(200), timeout: .seconds(5)) }) { fixture in
+    try await GRPCIOFixture.with(
+      .h2c, serverArguments: ["--keepalive-policy", "60000:1"],
+      configure: { $0.keepalive = Keepalive(interval: .milliseconds(200), timeout: .seconds(5)) }
+    ) { fixture in
       #expect(await fixture.channel.stats().keepaliveInterval == .milliseconds(200))
       let idle = fixture.channel.makeStreamingCall(path: service + "FullDuplexCall")
       let result = await idle.responses.result()

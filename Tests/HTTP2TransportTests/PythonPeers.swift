@@ -80,7 +80,8 @@ final class PythonPeer: @unchecked Sendable {
     if script.hasPrefix("Tests/Interop") { try stubs.get() }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try python())
-    process.arguments = [packageRoot.appendingPathComponent(script).path, "--port", "0", "--exit-on-stdin-eof"]
+    process.arguments =
+      [packageRoot.appendingPathComponent(script).path, "--port", "0", "--exit-on-stdin-eof"]
       + arguments
     process.currentDirectoryURL = packageRoot
     let stdin = Pipe()

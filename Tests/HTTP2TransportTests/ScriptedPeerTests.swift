@@ -31,7 +31,9 @@ private func withScriptedServer<R>(
 
 /// The records the server wrote for `caseName`, waiting up to 10 s for `count` of them.
 private func records(of peer: PythonPeer, _ caseName: String, count: Int) async -> [[String: Any]] {
-  _ = await eventually(timeout: .seconds(10)) { peer.records.filter { $0["case"] as? String == caseName }.count >= count }
+  _ = await eventually(timeout: .seconds(10)) {
+    peer.records.filter { $0["case"] as? String == caseName }.count >= count
+  }
   return peer.records.filter { $0["case"] as? String == caseName }
 }
 
@@ -86,7 +88,8 @@ struct ScriptedPeerTests {
       options.compression = .gzip
       let message = [UInt8](repeating: 0x41, count: 200)
       for _ in 0..<2 {
-        let response = try await channel.unary(path: cases + "accepts_identity_only", request: message, options: options)
+        let response = try await channel.unary(
+          path: cases + "accepts_identity_only", request: message, options: options)
         #expect(response.message == [0x0A, 0x0B] + Array("hello world".utf8))
       }
       let seen = await records(of: peer, "accepts_identity_only", count: 2)
@@ -101,7 +104,9 @@ struct ScriptedPeerTests {
     }
   }
 
-  @Test("regression: SETTINGS_MAX_CONCURRENT_STREAMS = 0 fails calls UNAVAILABLE within the connect timeout, one connection")
+  @Test(
+    "regression: SETTINGS_MAX_CONCURRENT_STREAMS = 0 fails calls UNAVAILABLE within the connect timeout, one connection"
+  )
   func zeroStreams() async throws {
     let configure: (inout GRPCChannelConfiguration) -> Void = { configuration in
       configuration.connectTimeout = .seconds(1)

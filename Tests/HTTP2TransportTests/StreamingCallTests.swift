@@ -29,7 +29,8 @@ struct StreamingCallTests {
     }
   }
 
-  @Test("bidirectional: each request's response arrives before the next request is written", arguments: Transport.allCases)
+  @Test(
+    "bidirectional: each request's response arrives before the next request is written", arguments: Transport.allCases)
   func pingPong(transport: Transport) async throws {
     try await GRPCIOFixture.with(transport) { fixture in
       let call = fixture.channel.makeStreamingCall(path: service + "FullDuplexCall")
@@ -45,7 +46,8 @@ struct StreamingCallTests {
     }
   }
 
-  @Test("bidirectionalStreaming: a producer and a reader run together; the reader's result is returned",
+  @Test(
+    "bidirectionalStreaming: a producer and a reader run together; the reader's result is returned",
     arguments: Transport.allCases)
   func scopedBidirectional(transport: Transport) async throws {
     try await GRPCIOFixture.with(transport) { fixture in
@@ -198,7 +200,8 @@ struct CompressionCallTests {
       options.compression = algorithm
       // expect_compressed is checked by the server against the message's flag (INVALID_ARGUMENT otherwise).
       let unary = try await fixture.channel.unary(
-        path: service + "UnaryCall", request: Proto.simpleRequest(responseSize: 10, payloadSize: 50_000, expectCompressed: true),
+        path: service + "UnaryCall",
+        request: Proto.simpleRequest(responseSize: 10, payloadSize: 50_000, expectCompressed: true),
         options: options)
       #expect(Proto.payloadSize(unary.message) == 10)
       let streamed = try await fixture.channel.clientStreaming(path: service + "StreamingInputCall", options: options) {
@@ -211,7 +214,8 @@ struct CompressionCallTests {
       #expect(Proto.aggregatedSize(streamed.message) == 12_000)
       // And the check is real: an uncompressed request that expects compression is refused.
       let refused = await unaryError(
-        fixture.channel, path: service + "UnaryCall", request: Proto.simpleRequest(responseSize: 1, expectCompressed: true))
+        fixture.channel, path: service + "UnaryCall",
+        request: Proto.simpleRequest(responseSize: 1, expectCompressed: true))
       #expect(refused?.code == .invalidArgument)
     }
   }
@@ -254,7 +258,8 @@ struct CompressionCallTests {
     }
   }
 
-  @Test("a compressed response that inflates past the receive limit is RESOURCE_EXHAUSTED", arguments: Transport.allCases)
+  @Test(
+    "a compressed response that inflates past the receive limit is RESOURCE_EXHAUSTED", arguments: Transport.allCases)
   func inflatesPastLimit(transport: Transport) async throws {
     try await GRPCIOFixture.with(transport, configure: { $0.maxReceiveMessageSize = 64 << 10 }) { fixture in
       // 1 MiB of zeros compresses to about a kilobyte: only inflating finds it too large.
@@ -264,7 +269,8 @@ struct CompressionCallTests {
       #expect(unary?.code == .resourceExhausted)
       #expect(unary?.message == "decompressed message exceeds the limit of 65536 bytes")
       let stream = fixture.channel.serverStreaming(
-        path: service + "StreamingOutputCall", request: Proto.outputRequest(sizes: [100, 1 << 20, 100], compressed: true))
+        path: service + "StreamingOutputCall",
+        request: Proto.outputRequest(sizes: [100, 1 << 20, 100], compressed: true))
       var sizes: [Int?] = []
       do {
         for try await message in stream { sizes.append(Proto.payloadSize(message)) }
@@ -287,14 +293,16 @@ struct BigMessageTests {
   /// 4-byte length twice, so 4 MiB - 10 bytes of body.
   static let bodyAtLimit = (4 << 20) - 10
 
-  @Test("regression: a 4 MiB message, four times the stream window, passes through serverStreaming",
+  @Test(
+    "regression: a 4 MiB message, four times the stream window, passes through serverStreaming",
     arguments: Transport.allCases)
   func fourMiBServerStreaming(transport: Transport) async throws {
     try await GRPCIOFixture.with(transport) { fixture in
       var options = CallOptions()
       options.timeout = .seconds(60)  // a deadlock shows as DEADLINE_EXCEEDED rather than a hang
       let stream = fixture.channel.serverStreaming(
-        path: service + "StreamingOutputCall", request: Proto.outputRequest(sizes: [Self.bodyAtLimit, 10, Self.bodyAtLimit]),
+        path: service + "StreamingOutputCall",
+        request: Proto.outputRequest(sizes: [Self.bodyAtLimit, 10, Self.bodyAtLimit]),
         options: options)
       var sizes: [Int?] = []
       for try await message in stream {
