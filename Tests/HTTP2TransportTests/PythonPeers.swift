@@ -17,6 +17,12 @@ import Testing
   import Glibc
 #endif
 
+/// The suites that run Python peers, one test at a time: each test starts a Python process
+/// (grpcio's import alone is a CPU burst), and the machine these run on has two cores shared
+/// with the rest of the suite's timed tests.
+@Suite("Real peers in Python processes", .serialized)
+struct PythonPeerTests {}
+
 /// The package's root directory (this file is Tests/HTTP2TransportTests/PythonPeers.swift).
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
   .deletingLastPathComponent()
@@ -195,11 +201,12 @@ struct GRPCIOFixture {
     configure: (inout GRPCChannelConfiguration) -> Void = { _ in },
     _ body: (GRPCIOFixture) async throws -> R
   ) async throws -> R {
-    let certificates = try TestCertificates()
-    defer { certificates.remove() }
+    // Certificates only for TLS: making them runs openssl, which blocks a (shared) thread.
+    let certificates = transport == .tls ? try TestCertificates() : nil
+    defer { certificates?.remove() }
     var arguments = serverArguments
     var configuration = GRPCChannelConfiguration(security: .plaintext)
-    if transport == .tls {
+    if let certificates {
       arguments += [
         "--use_tls", "true", "--cert", certificates.serverCertificateFile, "--key", certificates.serverKeyFile,
       ]
