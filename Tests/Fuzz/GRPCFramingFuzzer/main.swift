@@ -433,6 +433,13 @@ func checkClientCall(
   var earlyCodes: Set<GRPCStatusCode> = []
   if let error = reference.error { earlyCodes.insert(error.code) }
   if unary && reference.messages.count > 1 { earlyCodes.insert(.internalError) }
+  // A unary call's second message is refused for being second once it is complete, before its
+  // compression is looked at; only a bad prefix (its flag or length) is found earlier.
+  if unary, !reference.messages.isEmpty,
+    [.compressed, .notDecompressible, .inflatedTooLarge].contains(reference.error)
+  {
+    earlyCodes.insert(.internalError)
+  }
   if earlyCodes.isEmpty && endWithData { earlyCodes.insert(.internalError) }
 
   if let decided {
