@@ -26,8 +26,10 @@ a client owes on a deadline and on an oversized message (rules 28 and 37).
 
 The last tests run servers of their own: one that answers with garbage instead
 of its SETTINGS, TLS servers that do not agree on ALPN h2, one with a small
-SETTINGS_MAX_CONCURRENT_STREAMS, and one whose first connection turns hostile
-while calls on other connections of the same channel go on.
+SETTINGS_MAX_CONCURRENT_STREAMS, one whose first connection turns hostile
+while calls on other connections of the same channel go on, and one that
+answers in full while it holds the request back with a 16-byte window (C53b:
+the client must end its side with RST_STREAM(NO_ERROR)).
 """
 
 from __future__ import annotations
