@@ -46,6 +46,11 @@ let targets: [Target] = [
     pkgConfig: "openssl",
     providers: [.apt(["libssl-dev"])]
   ),
+  .systemLibrary(
+    name: "CZlib",
+    pkgConfig: "zlib",
+    providers: [.apt(["zlib1g-dev"])]
+  ),
 
   .target(
     name: "CLinuxSystem"
@@ -76,13 +81,20 @@ let targets: [Target] = [
 
   // MARK: - gRPC over HTTP/2
 
+  // gzip and deflate through zlib: the only importer of CZlib, used by GRPCProtocol alone.
+  .target(
+    name: "GRPCCompression",
+    dependencies: ["CZlib"],
+    swiftSettings: defaultSwiftSettings
+  ),
   .target(
     name: "GRPCProtocol",
+    dependencies: ["GRPCCompression"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
     name: "GRPCProtocolTests",
-    dependencies: ["GRPCProtocol"],
+    dependencies: ["GRPCProtocol", "GRPCCompression"],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -111,7 +123,8 @@ let targets: [Target] = [
   .testTarget(
     name: "HTTP2TransportTests",
     dependencies: [
-      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "TestLogging", .product(name: "Logging", package: "swift-log"),
+      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TestLogging",
+      .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
