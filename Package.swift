@@ -46,6 +46,11 @@ let targets: [Target] = [
     pkgConfig: "openssl",
     providers: [.apt(["libssl-dev"])]
   ),
+  .systemLibrary(
+    name: "CZlib",
+    pkgConfig: "zlib",
+    providers: [.apt(["zlib1g-dev"])]
+  ),
 
   .target(
     name: "CLinuxSystem"
@@ -85,13 +90,20 @@ let targets: [Target] = [
 
   // MARK: - gRPC over HTTP/2
 
+  // gzip and deflate through zlib: the only importer of CZlib, used by GRPCProtocol alone.
+  .target(
+    name: "GRPCCompression",
+    dependencies: ["CZlib"],
+    swiftSettings: defaultSwiftSettings
+  ),
   .target(
     name: "GRPCProtocol",
+    dependencies: ["GRPCCompression"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
     name: "GRPCProtocolTests",
-    dependencies: ["GRPCProtocol"],
+    dependencies: ["GRPCProtocol", "GRPCCompression"],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -119,8 +131,9 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "HTTP2TransportTests",
-    dependencies: [
-      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "TestLogging", .product(name: "Logging", package: "swift-log"),
+    dependencies: ["Primitives", 
+      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TestLogging",
+      .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
@@ -168,7 +181,7 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "JourneySharingTests",
-    dependencies: [
+    dependencies: ["UpdatePipeline", "Primitives", 
       "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport", "JSONWebToken",
       "ProtoWire", "TestLogging", "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
     ],
@@ -202,7 +215,7 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "FleetSimTests",
-    dependencies: ["FleetSim", "FleetEngineMessages", "HTTP2Transport", "GRPCProtocol", "JSONWebToken"],
+    dependencies: ["Primitives", "FleetSim", "FleetEngineMessages", "HTTP2Transport", "GRPCProtocol", "JSONWebToken"],
     swiftSettings: defaultSwiftSettings
   ),
 

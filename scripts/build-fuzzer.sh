@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets into .build-fuzz/:
 #
 #   protowire-fuzzer     Tests/Fuzz/ProtoWireFuzzer     ProtoWire decoding of every FleetEngineMessages type
-#   grpc-framing-fuzzer  Tests/Fuzz/GRPCFramingFuzzer   GRPCMessageDeframer and GRPCClientCall's receive path
+#   grpc-framing-fuzzer  Tests/Fuzz/GRPCFramingFuzzer   GRPCMessageDeframer and GRPCClientCall's receive path,
+#                                                       compressed messages (gzip, deflate through zlib) included
 #   trip-merge-fuzzer    Tests/Fuzz/TripMergeFuzzer     TripUpdates merged into JourneySharing's TripState
 #
 # SwiftPM cannot build a libFuzzer binary (it would add its own main), so this
@@ -39,6 +40,7 @@ FLAGS=(
   -O -g
   -module-cache-path "$OUT/module-cache"
   -I "$OUT/modules"
+  -I Sources/CZlib
 )
 
 stale() {  # stale OUTPUT INPUTS...: true when OUTPUT is missing or older than an input or this script
@@ -82,16 +84,17 @@ fuzzer() {  # fuzzer BINARY SOURCE MODULES...: links a fuzzer's entry point with
   echo "build-fuzzer: linking $binary"
   # -parse-as-library: the entry point is LLVMFuzzerTestOneInput; main comes from libFuzzer.
   "$SWIFTC" "${FLAGS[@]}" -parse-as-library -module-name "$(basename "$(dirname "$source")")" \
-    "$source" "${objects[@]}" -use-ld=lld -o "$binary"
+    "$source" "${objects[@]}" -use-ld=lld -lz -o "$binary"
 }
 
 # Modules in dependency order.
 module ProtoWire "" -- Sources/ProtoWire/*.swift
 module FleetEngineMessages "ProtoWire" -- Sources/FleetEngineMessages/*.swift
-module GRPCProtocol "" -- Sources/GRPCProtocol/*.swift
+module GRPCCompression "" -- Sources/GRPCCompression/*.swift
+module GRPCProtocol "GRPCCompression" -- Sources/GRPCProtocol/*.swift
 # -enable-testing: the fuzzer reads the snapshot's internal state through `@testable import`.
 module JourneySharing "ProtoWire FleetEngineMessages" -enable-testing -- "${JOURNEYSHARING_MERGE[@]}"
 
 fuzzer protowire-fuzzer Tests/Fuzz/ProtoWireFuzzer/main.swift ProtoWire FleetEngineMessages
-fuzzer grpc-framing-fuzzer Tests/Fuzz/GRPCFramingFuzzer/main.swift GRPCProtocol
+fuzzer grpc-framing-fuzzer Tests/Fuzz/GRPCFramingFuzzer/main.swift GRPCCompression GRPCProtocol
 fuzzer trip-merge-fuzzer Tests/Fuzz/TripMergeFuzzer/main.swift ProtoWire FleetEngineMessages JourneySharing

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Installs the C libraries the package links (libnghttp2, OpenSSL) and pkg-config,
+# Installs the C libraries the package links (libnghttp2, OpenSSL, zlib) and pkg-config,
 # with apt-get, only when they are missing. A new machine's package lists can be
 # empty, so `apt-get update` runs first whenever something has to be installed.
 set -euo pipefail
 
 missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-for pair in "libnghttp2:libnghttp2-dev" "openssl:libssl-dev"; do
+for pair in "libnghttp2:libnghttp2-dev" "openssl:libssl-dev" "zlib:zlib1g-dev"; do
   module=${pair%%:*}
   package=${pair##*:}
   if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists "$module"; then
@@ -15,7 +15,7 @@ for pair in "libnghttp2:libnghttp2-dev" "openssl:libssl-dev"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "system dependencies present: libnghttp2 $(pkg-config --modversion libnghttp2), openssl $(pkg-config --modversion openssl)"
+  echo "system dependencies present: libnghttp2 $(pkg-config --modversion libnghttp2), openssl $(pkg-config --modversion openssl), zlib $(pkg-config --modversion zlib)"
   exit 0
 fi
 

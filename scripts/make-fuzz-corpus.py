@@ -7,7 +7,9 @@ protowire: one selector byte (the index into `messageTypes` in
   ones (unknown fields of every wire type, nested groups, packed and unpacked
   repeated fields, merged embedded messages, non-canonical varints).
 grpc-framing: a configuration byte, a count of chunk sizes, a response body of
-  length-prefixed messages, then the chunk sizes (Tests/Fuzz/GRPCFramingFuzzer/main.swift).
+  length-prefixed messages (some gzip- or deflate-compressed, some broken: truncated,
+  corrupt, with trailing bytes, inflating past the limit), then the chunk sizes
+  (Tests/Fuzz/GRPCFramingFuzzer/main.swift).
 trip-merge: a trip-ID byte, then records of op, 2-byte length and a TripUpdate
   encoding: whole trips, progress updates, route and waypoint changes, shared
   trips with other riders' waypoints (Tests/Fuzz/TripMergeFuzzer/main.swift).
@@ -15,8 +17,10 @@ trip-merge: a trip-ID byte, then records of op, 2-byte length and a TripUpdate
 Run with the test venv: .venv/bin/python scripts/make-fuzz-corpus.py
 """
 
+import gzip as gzip_module
 import pathlib
 import struct
+import zlib
 
 from google.maps import fleetengine_v1 as fe
 from google.protobuf import json_format
@@ -189,9 +193,23 @@ def frame(message, flag=0, length=None):
     return bytes([flag]) + struct.pack(">I", len(message) if length is None else length) + message
 
 
-def framing(body, sizes=(), limit=4 << 20, unary=False, ending=OK_TRAILERS, gzip=False):
-    config = LIMITS.index(limit) | (8 if unary else 0) | ending << 4 | (0x40 if gzip else 0)
+# The declared grpc-encoding, bits 6-7 of the configuration byte: none, gzip, deflate, unsupported.
+NO_ENCODING, GZIP, DEFLATE, UNSUPPORTED = 0, 1, 2, 3
+
+
+def framing(body, sizes=(), limit=4 << 20, unary=False, ending=OK_TRAILERS, gzip=False, encoding=None):
+    if encoding is None:
+        encoding = GZIP if gzip else NO_ENCODING
+    config = LIMITS.index(limit) | (8 if unary else 0) | ending << 4 | encoding << 6
     return bytes([config, len(sizes)]) + body + bytes(sizes)
+
+
+def gz(data):
+    return gzip_module.compress(data, mtime=0)
+
+
+def zl(data):
+    return zlib.compress(data)
 
 
 update_full = seeds["trip-update-full"][1]
@@ -218,6 +236,26 @@ framing_seeds = {
     "data-end-stream": framing(frame(b"abc") + frame(b"de"), ending=DATA_END_STREAM, sizes=[4]),
     "reset-cancel": framing(frame(b"abc"), ending=CLOSED_CANCEL, limit=100),
     "unary-end-stream-partial": framing(frame(b"abc")[:6], unary=True, ending=DATA_END_STREAM),
+    # Compressed messages: valid ones mixed with plain ones, split anywhere.
+    "gzip-mixed": framing(frame(gz(update_full), flag=1) + frame(b"plain") + frame(gz(b""), flag=1),
+                          encoding=GZIP, sizes=[3, 17, 40]),
+    "deflate-mixed": framing(frame(zl(update_delta), flag=1) + frame(b"") + frame(zl(b"x" * 300), flag=1),
+                             encoding=DEFLATE, sizes=[11]),
+    "gzip-unary": framing(frame(gz(update_full), flag=1), encoding=GZIP, unary=True, sizes=[1]),
+    # Inflating past the limit: 100 KiB of zeros in about 120 bytes, against a 1000-byte limit.
+    "gzip-bomb": framing(frame(b"ok") + frame(gz(bytes(100_000)), flag=1) + frame(b"after"), encoding=GZIP, limit=1000),
+    "deflate-bomb": framing(frame(zl(bytes(70_000)), flag=1), encoding=DEFLATE, limit=65536, sizes=[64]),
+    "gzip-at-limit": framing(frame(gz(bytes(100)), flag=1) + frame(gz(bytes(101)), flag=1), encoding=GZIP, limit=100),
+    # Broken compressed bodies: truncated, a flipped checksum byte, trailing bytes, the other wrapper.
+    "gzip-truncated": framing(frame(gz(b"hello gRPC")[:-3], flag=1), encoding=GZIP),
+    "gzip-bad-checksum": framing(frame(gz(b"hello gRPC")[:-5] + b"\x00" + gz(b"hello gRPC")[-4:], flag=1),
+                                 encoding=GZIP),
+    "gzip-trailing-bytes": framing(frame(gz(b"hello") + b"\x00", flag=1), encoding=GZIP),
+    "deflate-declared-gzip-sent": framing(frame(gz(b"hello"), flag=1), encoding=DEFLATE),
+    "gzip-empty-body": framing(frame(b"", flag=1), encoding=GZIP),
+    # A compressed message under an encoding the client does not support, and under identity/none.
+    "compressed-unsupported": framing(frame(b"plain") + frame(gz(b"x"), flag=1), encoding=UNSUPPORTED),
+    "compressed-no-encoding-valid-gzip": framing(frame(gz(b"x"), flag=1), encoding=NO_ENCODING, sizes=[2, 1]),
 }
 
 

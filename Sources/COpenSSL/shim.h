@@ -28,6 +28,23 @@ static inline long js_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
 
 static inline long js_BIO_pending(BIO *bio) { return (long)BIO_ctrl_pending(bio); }
 
+/* Refuses TLS 1.2 renegotiation, asked for by either side (RFC 9113 section 9.2.1 forbids it
+   under HTTP/2). SSL_OP_NO_RENEGOTIATION is a macro Swift cannot import. */
+static inline void js_SSL_CTX_disable_renegotiation(SSL_CTX *ctx) {
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+}
+
+/* A PEM password callback that fails, so an encrypted private key is an error instead of
+   OpenSSL's default: a passphrase prompt on the controlling terminal. */
+static inline int js_refuse_password(char *buf, int size, int rwflag, void *userdata) {
+  (void)buf; (void)size; (void)rwflag; (void)userdata;
+  return -1;
+}
+
+static inline void js_SSL_CTX_refuse_passwords(SSL_CTX *ctx) {
+  SSL_CTX_set_default_passwd_cb(ctx, js_refuse_password);
+}
+
 /* The ALPN protocol list "h2" in wire form (length-prefixed). */
 static const unsigned char js_alpn_h2[] = { 2, 'h', '2' };
 

@@ -47,7 +47,7 @@ final class LoadGenerator {
   private var slots: [[Stream]]
   private var nextSlot = 0
   private var running = false
-  private var anchor: any GRPCServerCallContext?
+  private var anchor: (any GRPCServerCallContext)?
   private var slotStart: UInt64 = 0
   private var encodeBuffer: [UInt8] = []
   private(set) var sent = 0

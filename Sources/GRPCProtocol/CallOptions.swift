@@ -34,16 +34,28 @@ public struct CallOptions: Sendable {
   /// change which server the connection goes to or the TLS name verified.
   public var authority: String?
 
+  /// How the call's request messages are compressed: `.gzip` or `.deflate` compress each
+  /// one and send `grpc-encoding`; `.identity` sends them uncompressed.
+  ///
+  /// Precedence: this value if set, else the channel's
+  /// ``GRPCChannelConfiguration``'s `compression.requestEncoding` (identity by default).
+  /// Either way, an encoding the server said it does not accept (its last
+  /// `grpc-accept-encoding`) is not used: the requests then go uncompressed.
+  /// Responses are decompressed whatever this says, for the encodings the channel accepts.
+  public var compression: GRPCCompressionAlgorithm?
+
   /// Creates options; every argument defaults to "use the channel's setting".
   public init(
     timeout: Duration? = nil,
     metadata: GRPCMetadata = [:],
     maxReceiveMessageSize: Int? = nil,
-    authority: String? = nil
+    authority: String? = nil,
+    compression: GRPCCompressionAlgorithm? = nil
   ) {
     self.timeout = timeout
     self.metadata = metadata
     self.maxReceiveMessageSize = maxReceiveMessageSize
     self.authority = authority
+    self.compression = compression
   }
 }

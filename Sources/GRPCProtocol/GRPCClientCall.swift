@@ -15,19 +15,26 @@
 //   over `:status` and `content-type` (grpc-swift #926: Envoy's Trailers-Only
 //   responses have no content-type).
 // - A response block that does not look like gRPC (`:status` other than 200, or
-//   a content-type that is not `application/grpc…`) and carries no
-//   `grpc-status` gets a synthesized status: the HTTP mapping for a non-200
-//   status, INTERNAL for a bad content-type with 200.
+//   a content-type that is missing or not `application/grpc…`) and carries no
+//   `grpc-status` gets a synthesized status from the HTTP mapping
+//   (http-grpc-status-mapping.md): 200 with a wrong or missing content-type is
+//   UNKNOWN, as grpc-go, grpc-java and C-core report it.
 // - A `grpc-status` in response headers that do not end the stream is not a
 //   status (connect-swift #268); only trailers carry one.
-// - Unary cardinality violations (OK with zero messages, or a second message)
-//   are INTERNAL, as grpc-go, grpc-java and grpc-node do, not the UNIMPLEMENTED
-//   the specification suggests: the server did implement the method, it broke
-//   the protocol while answering.
+// - Unary cardinality violations (OK with zero messages, or a second message,
+//   on a unary or client-streaming call) are INTERNAL, as grpc-go, grpc-java and
+//   grpc-node do, not the UNIMPLEMENTED the specification suggests: the server
+//   did implement the method, it broke the protocol while answering.
+// - A compressed message (flag 1) is accepted only under a declared
+//   `grpc-encoding` that this client supports and announced; one with no
+//   encoding, `identity`, or an unsupported one is INTERNAL (compression.md).
+//   Decompressing can be done here (``receiveData(_:endStream:_:)``) or left to
+//   the consumer (``receiveMessages(_:endStream:_:)``), who then decides while
+//   inflating whether the message fits the receive limit.
 // - Client-side aborts reset the stream with CANCEL, which tells the server to
 //   stop working on the call; a stream the server already ended is not reset.
 
-/// The client side of one unary or server-streaming call, as a value-type state machine.
+/// The client side of one call (any kind: the request side is the transport's), as a value-type state machine.
 ///
 /// ```swift
 /// var call = GRPCClientCall(kind: .serverStreaming, maxReceiveMessageSize: 4 << 20)
@@ -39,12 +46,24 @@
 /// }
 /// ```
 public struct GRPCClientCall: Sendable {
-  /// The shape of the call's response.
-  public enum Kind: Sendable, Hashable {
-    /// Exactly one response message (when the status is OK).
-    case unary
-    /// Any number of response messages.
-    case serverStreaming
+  /// The shape of the call.
+  /// The shape of the call (``GRPCCallKind``).
+  public typealias Kind = GRPCCallKind
+
+  /// One response message as ``receiveMessages(_:endStream:_:)`` hands it out.
+  public struct InboundMessage {
+    /// The message as it arrived: compressed when ``compression`` is set. Valid only
+    /// during the callback.
+    public var bytes: UnsafeRawBufferPointer
+    /// The encoding the bytes are compressed with, or `nil` for a plain message.
+    /// Decompress with ``GRPCMessageCompression/decompress(_:with:limit:)`` and the call's
+    /// receive limit.
+    public var compression: GRPCCompressionAlgorithm?
+    /// How many bytes of the chunk being processed belong to this message (its prefix
+    /// included); the bytes it had in earlier chunks are not counted. For flow control:
+    /// a consumer that returns window as it takes messages returns this much, and the
+    /// chunk's other bytes (those of a message not complete yet) at once.
+    public var windowBytes: Int
   }
 
   /// What the transport must do after an input.
@@ -80,9 +99,16 @@ public struct GRPCClientCall: Sendable {
   public private(set) var trailers: GRPCMetadata = [:]
   /// How many response messages were handed to the caller.
   public private(set) var messagesReceived = 0
-  /// The `grpc-encoding` the server declared, when other than `identity`. This
-  /// client decompresses nothing, so a compressed message then fails the call.
+  /// The `grpc-encoding` the server declared in the response headers, when other than `identity`.
   public private(set) var responseEncoding: String?
+  /// The encoding of the response's compressed messages: ``responseEncoding`` when it is
+  /// one this call accepts, else `nil` (compressed messages then fail the call INTERNAL).
+  public private(set) var responseCompression: GRPCCompressionAlgorithm?
+  /// The encodings the server said it accepts (`grpc-accept-encoding` in the response
+  /// headers, or the trailers of a Trailers-Only response), lowercased; `nil` when it said nothing.
+  public private(set) var serverAcceptedEncodings: [String]?
+  /// The encodings this call accepts on responses (besides identity).
+  public let acceptedEncodings: [GRPCCompressionAlgorithm]
   /// Whether the call failed before the server saw it, so it may be retried
   /// transparently (at most once): a REFUSED_STREAM before any response, or a
   /// connection failure reported as retryable. Only meaningful once finished.
@@ -90,12 +116,24 @@ public struct GRPCClientCall: Sendable {
 
   /// Creates the state of a call whose request is about to be sent.
   ///
-  /// - Parameter maxReceiveMessageSize: the largest response message accepted;
-  ///   a larger prefix fails the call with RESOURCE_EXHAUSTED.
-  public init(kind: Kind, maxReceiveMessageSize: Int = GRPCMessageDeframer.defaultMaxMessageSize) {
+  /// - Parameters:
+  ///   - maxReceiveMessageSize: the largest response message accepted, on the wire and
+  ///     once decompressed; a larger one fails the call with RESOURCE_EXHAUSTED.
+  ///   - acceptedEncodings: the encodings the request's `grpc-accept-encoding` announced;
+  ///     a message compressed with any other fails the call with INTERNAL. Identity is
+  ///     always accepted.
+  public init(
+    kind: Kind,
+    maxReceiveMessageSize: Int = GRPCMessageDeframer.defaultMaxMessageSize,
+    acceptedEncodings: [GRPCCompressionAlgorithm] = [.gzip, .deflate]
+  ) {
     self.kind = kind
     self.deframer = GRPCMessageDeframer(maxMessageSize: maxReceiveMessageSize)
+    self.acceptedEncodings = acceptedEncodings.filter { $0 != .identity }
   }
+
+  /// The receive limit: the largest message accepted, compressed or decompressed.
+  public var maxReceiveMessageSize: Int { deframer.maxMessageSize }
 
   /// Whether the status has been decided.
   public var isFinished: Bool {
@@ -123,8 +161,8 @@ public struct GRPCClientCall: Sendable {
   /// - The first final block is checked: `:status` 200 and a gRPC content-type,
   ///   unless it ends the stream with a `grpc-status` (Trailers-Only), which
   ///   then decides the status whatever the rest says. A non-gRPC response
-  ///   without `grpc-status` fails with the HTTP mapping (non-200) or INTERNAL
-  ///   (bad content-type), resetting the stream if it is still open.
+  ///   without `grpc-status` fails with the HTTP mapping (UNKNOWN for a 200 with a
+  ///   missing or wrong content-type), resetting the stream if it is still open.
   /// - The next block is the trailers; it carries the status. No `grpc-status`
   ///   there is UNKNOWN ("missing grpc-status").
   ///
@@ -150,6 +188,9 @@ public struct GRPCClientCall: Sendable {
       return finish(GRPCStatus(code: .internalError, message: "informational :status \(httpStatus) ended the stream"))
     }
     let serverStatus = head.grpcStatus.map { Self.serverStatus(grpcStatus: $0, grpcMessage: head.grpcMessage) }
+    if let accepted = head.grpcAcceptEncoding {
+      serverAcceptedEncodings = GRPCCompressionAlgorithm.parseAcceptEncoding(accepted)
+    }
     if endStream {
       // Trailers-Only, or a non-gRPC response without a body.
       trailers = GRPCMetadata(decodingHeaderFields: fields)
@@ -162,8 +203,11 @@ public struct GRPCClientCall: Sendable {
       // A proxy or a web server answered. Its body is not gRPC: stop the stream.
       return finish(serverStatus ?? notGRPC, reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
     }
-    if let encoding = head.grpcEncoding, encoding != "identity" {
+    if let encoding = head.grpcEncoding, GRPCCompressionAlgorithm(name: encoding) != .identity {
       responseEncoding = encoding
+      if let algorithm = GRPCCompressionAlgorithm(name: encoding), acceptedEncodings.contains(algorithm) {
+        responseCompression = algorithm
+      }
     }
     state = .receivingMessages
     return .none
@@ -186,18 +230,69 @@ public struct GRPCClientCall: Sendable {
   // MARK: - DATA
 
   /// Handles one chunk of DATA payload: calls `onMessage` for each response
-  /// message completed, in order, then checks the stream's shape.
+  /// message completed, in order, decompressed, then checks the stream's shape.
   ///
   /// The buffer given to `onMessage` is valid only during that call.
   ///
   /// Fails the call with INTERNAL for DATA before the response headers, DATA
-  /// that ends the stream (no trailers), a second message on a unary call, or a
-  /// compressed or malformed prefix; with RESOURCE_EXHAUSTED for a message over
-  /// the size limit. Messages completed before the failure are delivered.
+  /// that ends the stream (no trailers), a second message on a unary or
+  /// client-streaming call, a malformed prefix, or a compressed message the
+  /// call cannot take (no `grpc-encoding`, `identity`, an unsupported one, or
+  /// a body that does not decompress); with RESOURCE_EXHAUSTED for a message
+  /// over the size limit, on the wire or once decompressed (decided while
+  /// inflating). Messages completed before the failure are delivered.
   public mutating func receiveData(
     _ chunk: UnsafeRawBufferPointer,
     endStream: Bool,
     _ onMessage: (UnsafeRawBufferPointer) -> Void
+  ) -> Action {
+    receiveData(chunk, endStream: endStream) { message, _ in onMessage(message) }
+  }
+
+  /// Like ``receiveData(_:endStream:_:)``, also telling for each message the encoding it
+  /// arrived compressed with (`nil`: it arrived uncompressed).
+  public mutating func receiveData(
+    _ chunk: UnsafeRawBufferPointer,
+    endStream: Bool,
+    _ onMessage: (UnsafeRawBufferPointer, GRPCCompressionAlgorithm?) -> Void
+  ) -> Action {
+    let limit = deframer.maxMessageSize
+    let before = messagesReceived
+    var handed = 0
+    var failure: GRPCError?
+    let action = receiveMessages(chunk, endStream: endStream) { message in
+      guard failure == nil else { return }
+      guard let algorithm = message.compression else {
+        handed += 1
+        onMessage(message.bytes, nil)
+        return
+      }
+      do throws(GRPCError) {
+        let plain = try GRPCMessageCompression.decompress(message.bytes, with: algorithm, limit: limit)
+        handed += 1
+        plain.withUnsafeBytes { onMessage($0, algorithm) }
+      } catch {
+        failure = error
+      }
+    }
+    guard let failure else { return action }
+    // Only the messages before the one that failed reached the caller.
+    messagesReceived = before + handed
+    // The messages after the one that failed were not delivered; the stream is abandoned.
+    return abortAfterDelivery(failure.status, endStream: endStream, decided: action)
+  }
+
+  /// Like ``receiveData(_:endStream:_:)``, but hands out messages as they arrived,
+  /// compressed ones still compressed (``InboundMessage/compression``), with the share
+  /// of the chunk each one used, so a consumer can decompress later (on its own thread,
+  /// when it takes the message) and return flow-control window per message.
+  ///
+  /// A consumer that decompresses must apply ``maxReceiveMessageSize`` and, when that
+  /// fails, end the call with ``abort(_:)`` and the error's status.
+  public mutating func receiveMessages(
+    _ chunk: UnsafeRawBufferPointer,
+    endStream: Bool,
+    _ onMessage: (InboundMessage) -> Void
   ) -> Action {
     let resetUnlessEnded: UInt32? = endStream ? nil : GRPCStatusMapping.HTTP2ErrorCode.cancel
     switch state {
@@ -211,38 +306,75 @@ public struct GRPCClientCall: Sendable {
     }
 
     // Count in locals: the closure must not touch `self` while the deframer (part of `self`) is mutating.
-    let unary = kind == .unary
+    let single = kind.expectsSingleResponse
+    let compression = responseCompression
+    let unusableCompression = compression == nil ? compressedMessageError() : nil
     var delivered = messagesReceived
-    var tooMany = false
+    var failure: GRPCStatus?
+    var previousEnd = 0
     do {
-      try deframer.process(chunk) { message in
-        if unary, delivered >= 1 {
-          tooMany = true
+      try deframer.processMessages(chunk) { bytes, info in
+        defer { previousEnd = info.endOffset }
+        guard failure == nil else { return }
+        if single, delivered >= 1 {
+          failure = GRPCStatus(code: .internalError, message: "unary call received more than one response message")
+          return
+        }
+        if info.isCompressed, let unusableCompression {
+          failure = unusableCompression
           return
         }
         delivered += 1
-        onMessage(message)
+        onMessage(
+          InboundMessage(
+            bytes: bytes, compression: info.isCompressed ? compression : nil,
+            windowBytes: info.endOffset - previousEnd))
       }
     } catch {
       messagesReceived = delivered
-      var status = error.status
-      if status.message == GRPCMessageDeframer.compressedMessageError, let responseEncoding {
-        status.message =
-          "compressed message received with grpc-encoding \"\(responseEncoding)\", which is not supported"
-      }
-      return finish(status, reset: resetUnlessEnded)
+      return finish(failure ?? error.status, reset: resetUnlessEnded)
     }
     messagesReceived = delivered
 
-    if tooMany {
-      return finish(
-        GRPCStatus(code: .internalError, message: "unary call received more than one response message"),
-        reset: resetUnlessEnded)
+    if let failure {
+      return finish(failure, reset: resetUnlessEnded)
     }
     if endStream {
       return finish(GRPCStatus(code: .internalError, message: "stream ended by a DATA frame without trailers"))
     }
     return .none
+  }
+
+  /// The status for a compressed message when the response declared no usable encoding.
+  private func compressedMessageError() -> GRPCStatus {
+    guard let responseEncoding else {
+      return GRPCStatus(code: .internalError, message: GRPCMessageDeframer.compressedMessageError)
+    }
+    let accepted = GRPCCompressionAlgorithm.acceptEncodingHeader(acceptedEncodings)
+    return GRPCStatus(
+      code: .internalError,
+      message:
+        "compressed message received with grpc-encoding \"\(responseEncoding)\", which is not supported (accepted: \(accepted))"
+    )
+  }
+
+  /// Ends the call with `status` after `receiveMessages` already decided `decided` for the
+  /// same chunk; a status decided there (e.g. a later bad prefix) stands.
+  private mutating func abortAfterDelivery(_ status: GRPCStatus, endStream: Bool, decided: Action) -> Action {
+    if case .none = decided {
+      return endStream ? finishIfOpen(status) : abort(status)
+    }
+    // receiveMessages finished the call already; the decompression failure came first, so it wins.
+    state = .finished(status)
+    switch decided {
+    case .resetAndFinish(let code, _): return .resetAndFinish(http2ErrorCode: code, status)
+    default: return .finish(status)
+    }
+  }
+
+  private mutating func finishIfOpen(_ status: GRPCStatus) -> Action {
+    guard !isFinished else { return .none }
+    return finish(status)
   }
 
   // MARK: - Ending
@@ -331,7 +463,7 @@ public struct GRPCClientCall: Sendable {
         code: .internalError,
         message: "stream ended in the middle of a message (\(deframer.bufferedBytes) bytes received)")
     }
-    if kind == .unary, messagesReceived == 0 {
+    if kind.expectsSingleResponse, messagesReceived == 0 {
       return GRPCStatus(code: .internalError, message: "unary call ended OK without a response message")
     }
     return status
@@ -357,11 +489,13 @@ public struct GRPCClientCall: Sendable {
       let contentType = head.contentType.map { ", content-type \"\($0)\"" } ?? ""
       return GRPCStatus(code: code, message: "HTTP status \(httpStatus) without grpc-status\(contentType)")
     }
+    // A 200 that is not gRPC maps like any status without grpc-status: 200 is UNKNOWN.
     guard let contentType = head.contentType else {
-      return GRPCStatus(code: .internalError, message: "response without content-type")
+      return GRPCStatus(code: GRPCStatusMapping.code(forHTTPStatus: 200), message: "response without content-type")
     }
     guard GRPCStatusMapping.isGRPCContentType(contentType) else {
-      return GRPCStatus(code: .internalError, message: "invalid content-type \"\(contentType)\"")
+      return GRPCStatus(
+        code: GRPCStatusMapping.code(forHTTPStatus: 200), message: "invalid content-type \"\(contentType)\"")
     }
     return nil
   }
@@ -374,6 +508,7 @@ private struct ResponseFields {
   var grpcStatus: String?
   var grpcMessage: String?
   var grpcEncoding: String?
+  var grpcAcceptEncoding: String?
 
   init(_ fields: [(name: String, value: String)]) {
     var sawStatus = false
@@ -389,6 +524,7 @@ private struct ResponseFields {
       case "grpc-status" where grpcStatus == nil: grpcStatus = value
       case "grpc-message" where grpcMessage == nil: grpcMessage = value
       case "grpc-encoding" where grpcEncoding == nil: grpcEncoding = value
+      case "grpc-accept-encoding" where grpcAcceptEncoding == nil: grpcAcceptEncoding = value
       default: break
       }
     }

@@ -56,14 +56,47 @@ public struct GRPCMessageDeframer: Sendable {
   /// The buffer passed to `onMessage` is only valid during the call: it points
   /// into `chunk` or into the deframer's own storage. Copy what must outlive it.
   ///
-  /// - Throws: ``GRPCError`` with INTERNAL for a compressed message (flag 1: no
-  ///   `grpc-encoding` is ever negotiated, since this client supports none) or
-  ///   an undefined flag (above 1); RESOURCE_EXHAUSTED for a prefix announcing
-  ///   more than ``maxMessageSize`` bytes, detected before anything is buffered.
+  /// - Throws: ``GRPCError`` with INTERNAL for a compressed message (flag 1: this
+  ///   form delivers plain messages only; see ``processMessages(_:_:)``) or an
+  ///   undefined flag (above 1); RESOURCE_EXHAUSTED for a prefix announcing more
+  ///   than ``maxMessageSize`` bytes, detected before anything is buffered.
   ///   Messages completed before the bad prefix have already been delivered.
   public mutating func process(
     _ chunk: UnsafeRawBufferPointer,
     _ onMessage: (UnsafeRawBufferPointer) -> Void
+  ) throws(GRPCError) {
+    try deframe(chunk, acceptingCompressed: false) { message, _ in onMessage(message) }
+  }
+
+  /// Where a message delivered by ``processMessages(_:_:)`` came from.
+  public struct MessageInfo: Sendable, Hashable {
+    /// The Compressed-Flag was 1: the bytes are encoded with the stream's `grpc-encoding`.
+    public var isCompressed: Bool
+    /// The offset in the chunk just past the message's last byte. The bytes of the chunk up
+    /// to here and after the previous message's `endOffset` (or from 0) belong to this
+    /// message; bytes past the last message's `endOffset` belong to a message not yet complete.
+    public var endOffset: Int
+  }
+
+  /// Like ``process(_:_:)``, but accepts compressed messages (flag 1) and tells which
+  /// messages were compressed and where each one ends in the chunk.
+  ///
+  /// Whether a compressed message is acceptable (an encoding other than identity was
+  /// declared) is the caller's decision; the bytes are delivered as they arrived.
+  ///
+  /// - Throws: ``GRPCError`` with INTERNAL for an undefined flag (above 1), RESOURCE_EXHAUSTED
+  ///   for a prefix announcing more than ``maxMessageSize`` bytes (compressed or not).
+  public mutating func processMessages(
+    _ chunk: UnsafeRawBufferPointer,
+    _ onMessage: (UnsafeRawBufferPointer, MessageInfo) -> Void
+  ) throws(GRPCError) {
+    try deframe(chunk, acceptingCompressed: true, onMessage)
+  }
+
+  private mutating func deframe(
+    _ chunk: UnsafeRawBufferPointer,
+    acceptingCompressed: Bool,
+    _ onMessage: (UnsafeRawBufferPointer, MessageInfo) -> Void
   ) throws(GRPCError) {
     if let failure { throw failure }
     var offset = 0
@@ -75,21 +108,25 @@ public struct GRPCMessageDeframer: Sendable {
         body.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[offset..<offset + take]))
         offset += take
         if body.count == expected {
-          body.withUnsafeBytes { onMessage($0) }
+          let info = MessageInfo(isCompressed: prefix.0 == 1, endOffset: offset)
+          body.withUnsafeBytes { onMessage($0, info) }
           finishMessage()
         }
       } else if prefixCount == 0, count - offset >= GRPCMessageFramer.prefixSize {
         // The common case: the whole prefix is in this chunk.
+        let flag = chunk[offset]
         let length = try checkPrefix(
-          flag: chunk[offset],
-          chunk[offset + 1], chunk[offset + 2], chunk[offset + 3], chunk[offset + 4])
+          flag: flag, chunk[offset + 1], chunk[offset + 2], chunk[offset + 3], chunk[offset + 4],
+          acceptingCompressed: acceptingCompressed)
         offset += GRPCMessageFramer.prefixSize
         if count - offset >= length {
           // And the whole message too: hand out the chunk's own bytes.
-          onMessage(UnsafeRawBufferPointer(rebasing: chunk[offset..<offset + length]))
+          let info = MessageInfo(isCompressed: flag == 1, endOffset: offset + length)
+          onMessage(UnsafeRawBufferPointer(rebasing: chunk[offset..<offset + length]), info)
           offset += length
         } else {
           // Start gathering; the length was already checked against the limit.
+          prefix.0 = flag
           prefixCount = GRPCMessageFramer.prefixSize
           expectedLength = length
           body.reserveCapacity(min(length, Self.initialReservation))
@@ -101,9 +138,11 @@ public struct GRPCMessageDeframer: Sendable {
         storePrefixByte(chunk[offset])
         offset += 1
         if prefixCount == GRPCMessageFramer.prefixSize {
-          let length = try checkPrefix(flag: prefix.0, prefix.1, prefix.2, prefix.3, prefix.4)
+          let length = try checkPrefix(
+            flag: prefix.0, prefix.1, prefix.2, prefix.3, prefix.4, acceptingCompressed: acceptingCompressed)
           if length == 0 {
-            onMessage(UnsafeRawBufferPointer(start: nil, count: 0))
+            let info = MessageInfo(isCompressed: prefix.0 == 1, endOffset: offset)
+            onMessage(UnsafeRawBufferPointer(start: nil, count: 0), info)
             finishMessage()
           } else {
             expectedLength = length
@@ -116,18 +155,20 @@ public struct GRPCMessageDeframer: Sendable {
 
   /// Validates a complete prefix and returns the message length, or records and throws the error.
   private mutating func checkPrefix(
-    flag: UInt8, _ b1: UInt8, _ b2: UInt8, _ b3: UInt8, _ b4: UInt8
+    flag: UInt8, _ b1: UInt8, _ b2: UInt8, _ b3: UInt8, _ b4: UInt8, acceptingCompressed: Bool
   ) throws(GRPCError) -> Int {
     let error: GRPCError
     switch flag {
-    case 0:
+    case 0, 1:
+      guard flag == 0 || acceptingCompressed else {
+        error = GRPCError(code: .internalError, message: Self.compressedMessageError)
+        break
+      }
       let length = Int(b1) << 24 | Int(b2) << 16 | Int(b3) << 8 | Int(b4)
       guard length > maxMessageSize else { return length }
       error = GRPCError(
         code: .resourceExhausted,
         message: "received message of \(length) bytes exceeds the limit of \(maxMessageSize) bytes")
-    case 1:
-      error = GRPCError(code: .internalError, message: Self.compressedMessageError)
     default:
       error = GRPCError(code: .internalError, message: "invalid compressed-flag \(flag) in message prefix")
     }
@@ -146,8 +187,7 @@ public struct GRPCMessageDeframer: Sendable {
     prefixCount += 1
   }
 
-  /// The message of the error for a compressed-flag of 1; ``GRPCClientCall`` recognises it
-  /// to say which (unsupported) encoding the server declared, when it declared one.
+  /// The message of the error for a compressed-flag of 1 where only plain messages are taken.
   static let compressedMessageError = "compressed message received but no grpc-encoding was negotiated"
 
   /// Resets for the next message, keeping a small buffer's capacity.

@@ -18,6 +18,12 @@ public struct GRPCRequestHead: Sendable {
   public var metadata: GRPCMetadata
   /// The `user-agent` value.
   public var userAgent: String
+  /// The encoding of the request's compressed messages, sent as `grpc-encoding`; `nil` or
+  /// identity sends none (every message then goes uncompressed).
+  public var encoding: GRPCCompressionAlgorithm?
+  /// The encodings the client can decompress, sent as `grpc-accept-encoding` (identity
+  /// first); `nil` sends no such header.
+  public var acceptEncodings: [GRPCCompressionAlgorithm]?
 
   /// The default `user-agent`, in the `<library>/<version>` form gRPC recommends.
   public static let defaultUserAgent = "journeysharing-grpc/0.1"
@@ -29,7 +35,9 @@ public struct GRPCRequestHead: Sendable {
     scheme: String,
     timeout: Duration? = nil,
     metadata: GRPCMetadata = [:],
-    userAgent: String = GRPCRequestHead.defaultUserAgent
+    userAgent: String = GRPCRequestHead.defaultUserAgent,
+    encoding: GRPCCompressionAlgorithm? = nil,
+    acceptEncodings: [GRPCCompressionAlgorithm]? = nil
   ) {
     self.path = path
     self.authority = authority
@@ -37,11 +45,14 @@ public struct GRPCRequestHead: Sendable {
     self.timeout = timeout
     self.metadata = metadata
     self.userAgent = userAgent
+    self.encoding = encoding
+    self.acceptEncodings = acceptEncodings
   }
 
   /// The request's header fields, in wire order:
   /// `:method POST`, `:scheme`, `:path`, `:authority`, `grpc-timeout` (when there
-  /// is a timeout), `content-type: application/grpc`, `te: trailers`,
+  /// is a timeout), `content-type: application/grpc`, `grpc-encoding` (when the
+  /// requests are compressed), `grpc-accept-encoding` (when set), `te: trailers`,
   /// `user-agent`, then the custom metadata.
   ///
   /// Metadata entries an application must not set are left out rather than sent:
@@ -51,7 +62,7 @@ public struct GRPCRequestHead: Sendable {
   /// the server, so dropping them is the safe reading of "must not set".
   public func headerFields() -> [(name: String, value: String)] {
     var fields: [(name: String, value: String)] = []
-    fields.reserveCapacity(8 + metadata.count)
+    fields.reserveCapacity(10 + metadata.count)
     fields.append((":method", "POST"))
     fields.append((":scheme", scheme))
     fields.append((":path", path))
@@ -60,6 +71,12 @@ public struct GRPCRequestHead: Sendable {
       fields.append(("grpc-timeout", GRPCTimeout.headerValue(for: timeout)))
     }
     fields.append(("content-type", "application/grpc"))
+    if let encoding, encoding != .identity {
+      fields.append(("grpc-encoding", encoding.name))
+    }
+    if let acceptEncodings {
+      fields.append(("grpc-accept-encoding", GRPCCompressionAlgorithm.acceptEncodingHeader(acceptEncodings)))
+    }
     fields.append(("te", "trailers"))
     fields.append(("user-agent", userAgent))
     for (name, value) in metadata {

@@ -61,8 +61,8 @@ extension HTTP2Session {
     nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
       HTTP2Session.from(userData).frameSent(frame.unsafelyUnwrapped)
     }
-    nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, _, userData in
-      HTTP2Session.from(userData).frameNotSent(frame.unsafelyUnwrapped)
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, libErrorCode, userData in
+      HTTP2Session.from(userData).frameNotSent(frame.unsafelyUnwrapped, libErrorCode: libErrorCode)
     }
   }
 
@@ -231,8 +231,9 @@ extension HTTP2Session {
   /// exactly once: a queued request refused at GOAWAY time is opened and closed by nghttp2
   /// later, and promised (pushed) streams were never surfaced.
   func streamClosed(_ streamID: Int32, errorCode: HTTP2ErrorCode) -> Int32 {
-    guard streams.removeValue(forKey: streamID) != nil else { return 0 }
-    delegate.session(self, streamDidClose: streamID, errorCode: errorCode)
+    guard let state = streams.removeValue(forKey: streamID) else { return 0 }
+    // nghttp2 closes a request whose HEADERS it could not send as refused; say why instead.
+    delegate.session(self, streamDidClose: streamID, errorCode: state.sendFailure ?? errorCode)
     return 0
   }
 
@@ -275,16 +276,23 @@ extension HTTP2Session {
   }
 
   /// on_frame_not_send: a request whose HEADERS never went out never opened its stream, so nghttp2
-  /// will not report it closed; report it here.
-  func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+  /// will not report it closed; report it here. It counts as refused (safe to retry elsewhere)
+  /// unless the block itself could not be sent: one above
+  /// ``HTTP2Limits/maxSendHeaderBlockLength`` is reported as FRAME_SIZE_ERROR, which a retry
+  /// would only meet again.
+  func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>, libErrorCode: Int32) -> Int32 {
     switch frame.pointee.hd.type {
     case FrameType.headers where frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST:
       let streamID = frame.pointee.hd.stream_id
+      if libErrorCode == NGHTTP2_ERR_FRAME_SIZE_ERROR.rawValue, let state = streams[streamID] {
+        state.sendFailure = .frameSizeError
+      }
       // A stream nghttp2 did open is closed (and reported) by nghttp2 itself right after this callback.
       guard nghttp2_session_find_stream(session, streamID) == nil,
         let state = streams.removeValue(forKey: streamID)
       else { return 0 }
-      delegate.session(self, streamDidClose: streamID, errorCode: state.resetCode ?? .refusedStream)
+      delegate.session(
+        self, streamDidClose: streamID, errorCode: state.sendFailure ?? state.resetCode ?? .refusedStream)
     case FrameType.goAway:
       if pendingLocalGoAways > 0 { pendingLocalGoAways -= 1 }
     default:

@@ -124,6 +124,20 @@ public final class HTTP2Session {
     guard rv == 0, let option else { throw HTTP2SessionError(code: rv) }
     defer { nghttp2_option_del(option) }
     nghttp2_option_set_no_auto_window_update(option, 1)
+    let limits = settings.limits
+    guard limits.maxSettingsEntries > 0, limits.maxOutboundAcks > 0, limits.maxSendHeaderBlockLength > 0,
+      limits.maxContinuations >= 0, limits.streamResetBurst > 0, limits.streamResetRatePerSecond > 0
+    else {
+      throw HTTP2SessionError(code: HTTP2SessionError.Codes.invalidArgument, message: "HTTP2Limits must be positive")
+    }
+    nghttp2_option_set_max_settings(option, limits.maxSettingsEntries)
+    nghttp2_option_set_max_outbound_ack(option, limits.maxOutboundAcks)
+    nghttp2_option_set_max_send_header_block_length(option, limits.maxSendHeaderBlockLength)
+    // Backported into Debian's 1.52.0-1+deb12u2 (upstream 1.61): building against an unpatched
+    // 1.52 fails here, which is the point: that library has no CONTINUATION-flood limit.
+    nghttp2_option_set_max_continuations(option, limits.maxContinuations)
+    nghttp2_option_set_stream_reset_rate_limit(
+      option, UInt64(limits.streamResetBurst), UInt64(limits.streamResetRatePerSecond))
 
     // user_data is set below, once `self` is fully initialised; no callback runs before then.
     var created: OpaquePointer?
@@ -359,6 +373,13 @@ public final class HTTP2Session {
 
   /// Whether `streamID` is open from the session's point of view (submitted or received, not yet closed).
   public func isStreamActive(_ streamID: Int32) -> Bool { streams[streamID] != nil }
+
+  /// Whether this side's END_STREAM (or a RST_STREAM) has gone out on `streamID`: false while
+  /// queued request or response data still waits for flow-control window, and for a stream
+  /// nghttp2 has not opened yet (its HEADERS still queued).
+  public func hasClosedLocalSide(_ streamID: Int32) -> Bool {
+    nghttp2_session_get_stream_local_close(session, streamID) == 1
+  }
 }
 
 @available(*, unavailable, message: "an HTTP2Session is confined to the thread that owns its connection")

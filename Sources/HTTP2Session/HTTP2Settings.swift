@@ -28,6 +28,9 @@ public struct HTTP2Settings: Sendable, Hashable {
   /// SETTINGS_ENABLE_PUSH, sent by clients only. Server push is not surfaced by this module:
   /// when enabled, each promised stream is refused with RST_STREAM(REFUSED_STREAM).
   public var enablePush: Bool
+  /// The limits nghttp2 enforces on what the peer makes this side hold or send, set
+  /// explicitly rather than left to the library's defaults.
+  public var limits: HTTP2Limits
 
   /// Creates settings; every parameter has the default described on its property.
   public init(
@@ -36,7 +39,8 @@ public struct HTTP2Settings: Sendable, Hashable {
     maxFrameSize: UInt32 = 16_384,
     maxHeaderListSize: UInt32? = 16 * 1024,
     connectionWindowSize: UInt32 = 8 << 20,
-    enablePush: Bool = false
+    enablePush: Bool = false,
+    limits: HTTP2Limits = .init()
   ) {
     self.maxConcurrentStreams = maxConcurrentStreams
     self.initialWindowSize = initialWindowSize
@@ -44,6 +48,51 @@ public struct HTTP2Settings: Sendable, Hashable {
     self.maxHeaderListSize = maxHeaderListSize
     self.connectionWindowSize = connectionWindowSize
     self.enablePush = enablePush
+    self.limits = limits
+  }
+}
+
+/// Flood and size limits nghttp2 offers (`nghttp2_option_set_*`), applied to every session.
+///
+/// A peer that goes past one of the receive limits is treated as misbehaving: nghttp2 ends
+/// the session with a GOAWAY and ``HTTP2Session/receive(_:)`` throws. The defaults are
+/// nghttp2's own (Debian's 1.52.0-1+deb12u2 and later carry the CONTINUATION and rapid-reset
+/// limits as backports), written out so a library update cannot loosen them unnoticed.
+public struct HTTP2Limits: Sendable, Hashable {
+  /// The most SETTINGS entries accepted in one SETTINGS frame (`nghttp2_option_set_max_settings`).
+  /// RFC 9113 defines seven settings; default 32.
+  public var maxSettingsEntries: Int
+  /// The most SETTINGS ACK and PING ACK frames held unsent before the peer, which keeps
+  /// provoking them without reading, is cut off (`nghttp2_option_set_max_outbound_ack`). Default 1,000.
+  public var maxOutboundAcks: Int
+  /// The largest header block this side sends, as nghttp2 bounds it
+  /// (`nghttp2_option_set_max_send_header_block_length`); a larger one fails to send. Default 64 KiB.
+  public var maxSendHeaderBlockLength: Int
+  /// The most CONTINUATION frames accepted after one HEADERS frame
+  /// (`nghttp2_option_set_max_continuations`, the CVE-2024-28182 fix). Default 8.
+  public var maxContinuations: Int
+  /// The token bucket for RST_STREAM frames a client may send to a server session
+  /// (`nghttp2_option_set_stream_reset_rate_limit`, the CVE-2023-44487 rapid-reset fix):
+  /// `burst` at once, refilled at `ratePerSecond`. Client sessions ignore it. Default 1,000 and 33.
+  public var streamResetBurst: Int
+  /// See ``streamResetBurst``.
+  public var streamResetRatePerSecond: Int
+
+  /// nghttp2's defaults unless given.
+  public init(
+    maxSettingsEntries: Int = 32,
+    maxOutboundAcks: Int = 1_000,
+    maxSendHeaderBlockLength: Int = 64 << 10,
+    maxContinuations: Int = 8,
+    streamResetBurst: Int = 1_000,
+    streamResetRatePerSecond: Int = 33
+  ) {
+    self.maxSettingsEntries = maxSettingsEntries
+    self.maxOutboundAcks = maxOutboundAcks
+    self.maxSendHeaderBlockLength = maxSendHeaderBlockLength
+    self.maxContinuations = maxContinuations
+    self.streamResetBurst = streamResetBurst
+    self.streamResetRatePerSecond = streamResetRatePerSecond
   }
 }
 

@@ -26,6 +26,8 @@ final class StreamState {
   var providerDeferred = false
   /// The code of a RST_STREAM the application asked for, reported if the stream never opens.
   var resetCode: HTTP2ErrorCode?
+  /// Why this side's HEADERS could not be sent (a block above the send limit), reported as the close code.
+  var sendFailure: HTTP2ErrorCode?
 
   /// The number of queued bytes not yet handed to nghttp2.
   var bufferedBytes: Int { queue.count - queueHead }

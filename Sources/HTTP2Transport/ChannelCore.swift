@@ -5,6 +5,9 @@
 // maxConnections) and the call waits for it. A failed connection attempt
 // fails the waiting calls UNAVAILABLE at once (fail-fast) and holds off the
 // next attempt by the backoff delay; calls arriving meanwhile fail fast too.
+// A connection counts as made only once the server's SETTINGS allow a stream,
+// so a server announcing MAX_CONCURRENT_STREAMS = 0 costs one attempt per
+// backoff period, bounded by the connect timeout, not a connection per call.
 
 import Primitives
 import GRPCProtocol
@@ -38,6 +41,12 @@ final class ChannelCore: ClientConnectionDelegate {
   private var shuttingDown = false
   private var shutdownWaiters: [@Sendable () -> Void] = []
 
+  /// The keepalive interval in force: the configured one, doubled after each `too_many_pings`.
+  private(set) var keepaliveInterval: Duration?
+  /// What the server last said it accepts (`grpc-accept-encoding`), shared with the channel,
+  /// which picks each call's request encoding from it.
+  let serverEncodings: ServerEncodings
+
   /// Connection attempts made and failed, for tests and stats.
   private(set) var connectAttempts = 0
   private(set) var connectFailures = 0
@@ -49,8 +58,10 @@ final class ChannelCore: ClientConnectionDelegate {
 
   init(
     loop: EventLoop, host: String, port: Int, configuration: GRPCChannelConfiguration, tlsContext: TLSContext?,
-    logger: Logger
+    serverEncodings: ServerEncodings, logger: Logger
   ) {
+    self.serverEncodings = serverEncodings
+    self.keepaliveInterval = configuration.keepalive?.interval
     self.loop = loop
     self.host = host
     self.port = port
@@ -75,7 +86,8 @@ final class ChannelCore: ClientConnectionDelegate {
     if let deadline = call.deadline {
       let now = monotonicNanoseconds()
       guard deadline > now else {
-        finishUnstarted(call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed before the call started"))
+        finishUnstarted(
+          call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed before the call started"))
         return
       }
       call.deadlineTimer = loop.scheduleTimer(after: .nanoseconds(Int64(deadline - now))) { [weak self] in
@@ -115,12 +127,52 @@ final class ChannelCore: ClientConnectionDelegate {
     active.connection.release(streamID: streamID, bytes: bytes)
   }
 
+  /// Ends `callID` with `status`, a failure its consumer found (a message that does not decompress).
+  func abort(callID: UInt64, status: GRPCStatus) {
+    if let call = queuedCalls.removeValue(forKey: callID) {
+      waiting.removeAll { $0 === call }
+      finishUnstarted(call, status)
+    } else if let active = activeCalls[callID], let streamID = active.call.streamID {
+      active.connection.abort(streamID: streamID, status: status)
+    }
+  }
+
+  /// Sends framed request bytes of `call` (and its end, with `end`), or keeps them until it has
+  /// a stream. `waiter` (if any) resumes with `nil` once the call's unsent request bytes are
+  /// within the buffer limit, or with the final status once the call has ended.
+  func write(
+    _ call: PendingCall, bytes: [UInt8], end: Bool, waiter: CheckedContinuation<GRPCStatus?, Never>?
+  ) {
+    if call.finished {
+      waiter?.resume(returning: call.finalStatus ?? GRPCStatus(code: .cancelled, message: "the call has ended"))
+      return
+    }
+    if let active = activeCalls[call.id], let streamID = call.streamID {
+      active.connection.write(streamID: streamID, bytes: bytes, end: end, waiter: waiter)
+      return
+    }
+    // Not on a stream yet: keep the bytes with the call; they go out when it starts.
+    guard !call.requestEnded else {
+      waiter?.resume(returning: nil)
+      return
+    }
+    call.outbound.append(contentsOf: bytes)
+    if end { call.requestEnded = true }
+    guard let waiter else { return }
+    if call.outbound.count <= ClientConnection.requestBufferLimit {
+      waiter.resume(returning: nil)
+    } else {
+      call.writeWaiters.append(waiter)
+    }
+  }
+
   private func deadlineExpired(_ call: PendingCall) {
     call.deadlineTimer = nil
     guard !call.finished else { return }
     if queuedCalls.removeValue(forKey: call.id) != nil {
       waiting.removeAll { $0 === call }
-      finishUnstarted(call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed while waiting for a connection"))
+      finishUnstarted(
+        call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed while waiting for a connection"))
     } else if let active = activeCalls[call.id], let streamID = active.call.streamID {
       active.connection.cancel(streamID: streamID, deadline: true)
     }
@@ -129,8 +181,10 @@ final class ChannelCore: ClientConnectionDelegate {
   private func finishUnstarted(_ call: PendingCall, _ status: GRPCStatus) {
     guard !call.finished else { return }
     call.finished = true
+    call.finalStatus = status
     if let timer = call.deadlineTimer { loop.cancelTimer(timer) }
     call.handler.callDidFinish(status: status, trailers: GRPCMetadata())
+    call.resumeWriters(status)
     checkShutdownComplete()
   }
 
@@ -186,14 +240,17 @@ final class ChannelCore: ClientConnectionDelegate {
     let host = host
     let port = port
     if TLSEngine.isIPAddress(host) || host == "localhost" {
-      resolved(Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) })
+      resolved(
+        Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) })
       return
     }
     let core = LoopBound(unchecked: self, loop: loop)
     // getaddrinfo blocks: run it on a thread of its own, not on the event loop and not on
     // Swift's cooperative pool (which callers may be keeping busy).
     detachThread {
-      let result = Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) }
+      let result = Result { () throws(SocketError) -> [SocketAddress] in
+        try SocketAddress.resolve(host: host, port: port)
+      }
       core.loop.execute {
         core.value.resolved(result)
       }
@@ -273,6 +330,21 @@ final class ChannelCore: ClientConnectionDelegate {
     if ack { pingAcksReceived += 1 } else { pingsSent += 1 }
   }
 
+  func connectionReceivedTooManyPings(_ connection: ClientConnection) {
+    guard let interval = keepaliveInterval else { return }
+    // As grpc-go does: the server's ping policy is stricter than our interval; double it for
+    // every later connection (this one is closing).
+    let doubled = interval * 2
+    keepaliveInterval = doubled
+    logger.warning(
+      "the server sent GOAWAY ENHANCE_YOUR_CALM too_many_pings; keepalive interval doubled",
+      metadata: ["connection": "\(connection.id)", "interval": "\(doubled)"])
+  }
+
+  func connection(_ connection: ClientConnection, serverAcceptsEncodings encodings: [String]) {
+    serverEncodings.update(encodings)
+  }
+
   // MARK: - Shutdown
 
   /// Stops taking calls; `done` runs once every call has finished and every connection closed.
@@ -310,7 +382,28 @@ final class ChannelCore: ClientConnectionDelegate {
       connectFailures: connectFailures,
       pingsSent: pingsSent,
       pingAcksReceived: pingAcksReceived,
-      recentBackoffDelays: recentBackoffDelays)
+      recentBackoffDelays: recentBackoffDelays,
+      keepaliveInterval: keepaliveInterval)
+  }
+}
+
+/// The encodings a server last said it accepts, shared between the channel's callers (who
+/// pick request encodings) and its loop (which learns them from responses).
+final class ServerEncodings: Sendable {
+  private let accepted = Locked<[String]?>(nil)
+
+  /// Records the server's `grpc-accept-encoding` names.
+  func update(_ names: [String]) {
+    accepted.withLock { $0 = names }
+  }
+
+  /// `wanted` if the server accepts it or has not said what it accepts; identity otherwise
+  /// (compression.md: a client must not compress with what the server cannot decode).
+  func negotiate(_ wanted: GRPCCompressionAlgorithm) -> GRPCCompressionAlgorithm {
+    guard wanted != .identity else { return .identity }
+    let names = accepted.withLock { $0 }
+    guard let names else { return wanted }
+    return names.contains(wanted.name) ? wanted : .identity
   }
 }
 
@@ -332,4 +425,6 @@ public struct GRPCChannelStats: Sendable, Hashable {
   public var pingAcksReceived: Int
   /// The backoff delays chosen after recent failures, oldest first.
   public var recentBackoffDelays: [Duration]
+  /// The keepalive interval in force (doubled after each `too_many_pings`), or `nil` without keepalive.
+  public var keepaliveInterval: Duration?
 }

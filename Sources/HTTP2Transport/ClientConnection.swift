@@ -17,32 +17,58 @@ import Logging
 final class PendingCall {
   let id: UInt64
   let path: String
-  let framedRequest: [UInt8]
   let kind: GRPCCallKind
   let options: CallOptions
   let handler: any GRPCCallHandler
+  /// The handler again when it takes messages undecoded and returns window itself (manual flow control).
+  let receiver: (any GRPCMessageReceiver)?
   /// Monotonic deadline in nanoseconds, if the call has a timeout.
   let deadline: UInt64?
-  let manualFlowControl: Bool
+  /// The `grpc-encoding` of the request messages (identity: none).
+  let requestEncoding: GRPCCompressionAlgorithm
+  /// The one framed request of a unary or server-streaming call, kept for a transparent retry.
+  let singleRequest: [UInt8]?
+  /// Framed request bytes written before the call had a stream (request-streaming calls).
+  var outbound: [UInt8] = []
+  /// The request side is complete: END_STREAM follows the bytes already given.
+  var requestEnded: Bool
+  /// Request bytes or the end were handed to a stream: a retry could not resend them.
+  var requestHandedOver = false
+  /// Writers waiting for the buffered request bytes to drain, resumed with `nil` (go on) or
+  /// the call's final status (it ended).
+  var writeWaiters: [CheckedContinuation<GRPCStatus?, Never>] = []
   /// Transparent retries left (a stream refused before the server saw it).
   var retriesLeft = 1
   /// The stream carrying the call, once it has one.
   var streamID: Int32?
   var deadlineTimer: EventLoop.TimerID?
   var finished = false
+  /// The status the call ended with, for writers that come later.
+  var finalStatus: GRPCStatus?
 
+  /// A call with a single request (`request` unframed) or, for request-streaming kinds, none yet.
   init(
-    id: UInt64, path: String, framedRequest: [UInt8], kind: GRPCCallKind, options: CallOptions,
-    handler: any GRPCCallHandler, deadline: UInt64?, manualFlowControl: Bool
+    id: UInt64, path: String, kind: GRPCCallKind, singleRequest: [UInt8]?, options: CallOptions,
+    handler: any GRPCCallHandler, receiver: (any GRPCMessageReceiver)?, deadline: UInt64?,
+    requestEncoding: GRPCCompressionAlgorithm
   ) {
     self.id = id
     self.path = path
-    self.framedRequest = framedRequest
     self.kind = kind
+    self.singleRequest = singleRequest
+    self.requestEnded = singleRequest != nil
     self.options = options
     self.handler = handler
+    self.receiver = receiver
     self.deadline = deadline
-    self.manualFlowControl = manualFlowControl
+    self.requestEncoding = requestEncoding
+  }
+
+  /// Resumes every waiting writer: with `nil` while the call goes on, with the final status once it ended.
+  func resumeWriters(_ status: GRPCStatus?) {
+    let waiters = writeWaiters
+    writeWaiters.removeAll()
+    for waiter in waiters { waiter.resume(returning: status) }
   }
 }
 
@@ -54,6 +80,12 @@ protocol ClientConnectionDelegate: AnyObject {
   func connection(_ connection: ClientConnection, didFinish call: PendingCall)
   func connection(_ connection: ClientConnection, retry call: PendingCall)
   func connectionDidCountPing(_ connection: ClientConnection, ack: Bool)
+  /// The keepalive interval in force (the configured one, doubled after each `too_many_pings`).
+  var keepaliveInterval: Duration? { get }
+  /// The server answered our pings with GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
+  func connectionReceivedTooManyPings(_ connection: ClientConnection)
+  /// The server listed the encodings it accepts (`grpc-accept-encoding`).
+  func connection(_ connection: ClientConnection, serverAcceptsEncodings encodings: [String])
 }
 
 /// One HTTP/2 connection to the target. Confined to the channel's loop.
@@ -70,14 +102,26 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private final class ActiveStream {
     let call: PendingCall
     var machine: GRPCClientCall
-    var unreleasedBytes = 0
     var headersDelivered = false
+    // Manual flow control (the stream's receive window), in wire bytes:
+    /// Received and not yet returned to the window.
+    var unreleasedBytes = 0
+    /// Bytes of the message being assembled that are still held.
+    var partialHeld = 0
+    /// Bytes of the message being assembled that were returned early (so it can complete).
+    var partialReleased = 0
+    /// Bytes returned early for messages now complete and queued for the consumer, to be
+    /// withheld from what the consumer returns until paid back.
+    var completedDebt = 0
 
     init(call: PendingCall, machine: GRPCClientCall) {
       self.call = call
       self.machine = machine
     }
   }
+
+  /// A writer waits once this many request bytes of its call are queued and not yet sent.
+  static let requestBufferLimit = 64 << 10
 
   let loop: EventLoop
   let id: Int
@@ -92,12 +136,18 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private var stream: ByteStream?
   private var session: HTTP2Session?
   private var streams: [Int32: ActiveStream] = [:]
+  /// Streams with writers waiting for their queued request bytes to drain.
+  private var streamsWithWaitingWriters: Set<Int32> = []
   private var flushScheduled = false
   private var closing = false
   private var closeScheduled = false
   private var keepaliveTimer: EventLoop.TimerID?
   private var keepaliveTimeoutTimer: EventLoop.TimerID?
+  /// When bytes last arrived from the server (monotonic nanoseconds).
+  private var lastReadTime: UInt64 = 0
   private var connectTimer: EventLoop.TimerID?
+  /// The server's SETTINGS allow no stream (MAX_CONCURRENT_STREAMS = 0): not ready yet.
+  private var serverAllowsNoStreams = false
   private var outputScratch: [UInt8] = []
 
   /// Streams open on this connection.
@@ -144,9 +194,16 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       let byteStream = ByteStream(loop: loop, fd: fd, tls: tls, connecting: !done)
       byteStream.delegate = self
       stream = byteStream
-      connectTimer = loop.scheduleTimer(after: configuration.connectTimeout) { [weak self] in
+      let timeout = configuration.connectTimeout
+      connectTimer = loop.scheduleTimer(after: timeout) { [weak self] in
         guard let self, self.state == .connecting else { return }
-        self.stream?.close(error: "connect to \(self.address) timed out")
+        if self.serverAllowsNoStreams {
+          self.close(
+            error: "the server allowed no streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0) for \(timeout) after connecting"
+          )
+        } else {
+          self.stream?.close(error: "connect to \(self.address) timed out")
+        }
       }
       byteStream.start()
     } catch {
@@ -180,22 +237,36 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       authority: call.options.authority ?? authority,
       scheme: scheme,
       timeout: call.deadline.map { remainingDuration(until: $0) },
-      metadata: call.options.metadata
+      metadata: call.options.metadata,
+      encoding: call.requestEncoding,
+      acceptEncodings: configuration.compression.acceptedEncodings
     )
     let headers = head.headerFields().map { HTTP2HeaderField($0.name, $0.value) }
+    // A request-streaming call always gets a data provider, so even an empty request ends with
+    // an empty DATA frame carrying END_STREAM rather than END_STREAM on HEADERS: grpc-go's
+    // server (1.33) never sees the end of a streaming request that came in HEADERS alone.
+    let body: [UInt8] = call.singleRequest ?? call.outbound
     let streamID: Int32
     do {
-      streamID = try session.submitRequest(headers: headers, body: call.framedRequest, endStream: true)
+      streamID = try session.submitRequest(headers: headers, body: body, endStream: call.requestEnded)
     } catch {
       // Stream IDs exhausted or the session is going away: let the channel place it elsewhere.
       state = .draining
       delegate?.connection(self, retry: call)
       return
     }
+    if call.singleRequest == nil {
+      call.requestHandedOver = call.requestHandedOver || !body.isEmpty || call.requestEnded
+      call.outbound = []
+    }
     let maxSize = call.options.maxReceiveMessageSize ?? configuration.maxReceiveMessageSize
-    let machineKind: GRPCClientCall.Kind = call.kind == .unary ? .unary : .serverStreaming
     call.streamID = streamID
-    streams[streamID] = ActiveStream(call: call, machine: GRPCClientCall(kind: machineKind, maxReceiveMessageSize: maxSize))
+    streams[streamID] = ActiveStream(
+      call: call,
+      machine: GRPCClientCall(
+        kind: call.kind, maxReceiveMessageSize: maxSize,
+        acceptedEncodings: configuration.compression.acceptedEncodings))
+    if !call.writeWaiters.isEmpty { streamsWithWaitingWriters.insert(streamID) }
     scheduleFlush()
   }
 
@@ -206,14 +277,68 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     perform(action, streamID: streamID, remoteEnded: false)
   }
 
-  /// Returns received bytes to a manually flow-controlled stream's window.
+  /// Ends the call on `streamID` with `status` found by its consumer (RST_STREAM(CANCEL)).
+  func abort(streamID: Int32, status: GRPCStatus) {
+    guard let active = streams[streamID] else { return }
+    perform(active.machine.abort(status), streamID: streamID, remoteEnded: false)
+  }
+
+  /// Returns the window of messages the consumer took (their full wire sizes) to a manually
+  /// flow-controlled stream: first paying back what was returned early for them.
   func release(streamID: Int32, bytes: Int) {
     guard let session, let active = streams[streamID] else { return }
-    let released = min(bytes, active.unreleasedBytes)
-    guard released > 0 else { return }
-    active.unreleasedBytes -= released
-    session.consumeStream(streamID: streamID, bytes: released)
+    let paid = min(bytes, active.completedDebt)
+    active.completedDebt -= paid
+    let released = min(bytes - paid, active.unreleasedBytes)
+    if released > 0 {
+      active.unreleasedBytes -= released
+      session.consumeStream(streamID: streamID, bytes: released)
+    }
+    releasePartialIfClear(active, streamID: streamID, session: session)
     scheduleFlush()
+  }
+
+  /// Returns the held bytes of the message being assembled at once, unless window returned
+  /// early for earlier messages is still owed: a message larger than the window can then
+  /// complete, while the bytes buffered for the consumer stay within about one window plus
+  /// one message.
+  private func releasePartialIfClear(_ active: ActiveStream, streamID: Int32, session: HTTP2Session) {
+    guard active.completedDebt == 0, active.partialHeld > 0 else { return }
+    let early = min(active.partialHeld, active.unreleasedBytes)
+    active.partialHeld = 0
+    active.partialReleased += early
+    active.unreleasedBytes -= early
+    session.consumeStream(streamID: streamID, bytes: early)
+  }
+
+  /// Queues framed request bytes (and the end of the request with `end`) on `streamID`.
+  /// `waiter`, if given, is resumed once the stream's unsent request bytes are within
+  /// ``requestBufferLimit`` (at once if they already are), or when the call ends.
+  func write(
+    streamID: Int32, bytes: [UInt8], end: Bool, waiter: CheckedContinuation<GRPCStatus?, Never>?
+  ) {
+    guard let session, let active = streams[streamID] else {
+      waiter?.resume(returning: GRPCStatus(code: .unavailable, message: "the call's stream is gone"))
+      return
+    }
+    if !bytes.isEmpty || end {
+      active.call.requestHandedOver = true
+      let sent = bytes.withUnsafeBytes { raw in
+        Result { () throws(HTTP2SessionError) in try session.sendData(streamID: streamID, bytes: raw, endStream: end) }
+      }
+      if case .failure(let error) = sent {
+        // This side already ended the stream (a second finish, or the stream was reset): nothing to send.
+        logger.trace("request data not sent", metadata: ["stream": "\(streamID)", "error": "\(error.message)"])
+      }
+      scheduleFlush()
+    }
+    guard let waiter else { return }
+    if session.outboundBufferedBytes(streamID: streamID) <= Self.requestBufferLimit {
+      waiter.resume(returning: nil)
+    } else {
+      active.call.writeWaiters.append(waiter)
+      streamsWithWaitingWriters.insert(streamID)
+    }
   }
 
   private func remainingDuration(until deadline: UInt64) -> Duration {
@@ -233,7 +358,11 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     // The first final header block without END_STREAM is the response headers;
     // with END_STREAM it is a Trailers-Only response, reported through the status.
     let isResponseHeaders = !active.headersDelivered && kind != .informational && !endStream
+    let acceptedBefore = active.machine.serverAcceptedEncodings
     let action = active.machine.receiveHeaders(fields, endStream: endStream)
+    if let accepted = active.machine.serverAcceptedEncodings, accepted != acceptedBefore {
+      delegate?.connection(self, serverAcceptsEncodings: accepted)
+    }
     if isResponseHeaders && active.machine.status == nil {
       active.headersDelivered = true
       active.call.handler.callDidReceiveHeaders(active.machine.responseHeaders)
@@ -246,16 +375,36 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       session.consume(streamID: streamID, bytes: data.count)
       return
     }
-    let handler = active.call.handler
-    let action = active.machine.receiveData(data, endStream: false) { message in
-      handler.callDidReceiveMessage(message)
-    }
-    if active.call.manualFlowControl {
-      // The connection window reopens now so other streams keep flowing; this stream's
-      // window reopens only as its consumer takes the messages (release(streamID:bytes:)).
-      session.consumeConnection(bytes: data.count)
+    let action: GRPCClientCall.Action
+    if let receiver = active.call.receiver {
+      // Manual flow control: the connection window reopens now so other streams keep flowing;
+      // this stream's window reopens as the consumer takes messages (release(streamID:bytes:)),
+      // each returning its whole wire size. A message still being assembled is returned early
+      // when nothing is owed (releasePartialIfClear), so one larger than the window completes.
       active.unreleasedBytes += data.count
+      var firstInChunk = true
+      var consumed = 0
+      action = active.machine.receiveMessages(data, endStream: false) { message in
+        var wireSize = message.windowBytes
+        if firstInChunk {
+          // The message begun in earlier chunks: its held and early-returned bytes are its too.
+          wireSize += active.partialHeld + active.partialReleased
+          active.completedDebt += active.partialReleased
+          active.partialHeld = 0
+          active.partialReleased = 0
+          firstInChunk = false
+        }
+        consumed += message.windowBytes
+        receiver.callDidReceive(message.bytes, compression: message.compression, windowBytes: wireSize)
+      }
+      active.partialHeld += data.count - consumed
+      session.consumeConnection(bytes: data.count)
+      releasePartialIfClear(active, streamID: streamID, session: session)
     } else {
+      let handler = active.call.handler
+      action = active.machine.receiveData(data, endStream: false) { message, compression in
+        handler.callDidReceiveMessage(message, compression: compression)
+      }
       session.consume(streamID: streamID, bytes: data.count)
     }
     perform(action, streamID: streamID, remoteEnded: false)
@@ -270,11 +419,13 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   func session(_ session: HTTP2Session, streamDidClose streamID: Int32, errorCode: HTTP2ErrorCode) {
     guard let active = streams[streamID] else { return }
     // A stream the server refused (REFUSED_STREAM, or above a GOAWAY's last stream id)
-    // never reached the application: retry it once on another connection.
+    // never reached the application: retry it once on another connection, if its request
+    // can be sent again.
     if errorCode == .refusedStream, active.machine.responseHeaders.isEmpty, active.machine.status == nil,
-      active.call.retriesLeft > 0
+      active.call.retriesLeft > 0, !active.call.requestHandedOver || active.call.singleRequest != nil
     {
       streams[streamID] = nil
+      streamsWithWaitingWriters.remove(streamID)
       active.call.retriesLeft -= 1
       active.call.streamID = nil
       delegate?.connection(self, retry: active.call)
@@ -291,19 +442,34 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     afterStreamClosed()
   }
 
-  func session(_ session: HTTP2Session, didReceiveGoAway lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) {
+  func session(
+    _ session: HTTP2Session, didReceiveGoAway lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]
+  ) {
     logger.debug(
       "GOAWAY received", metadata: ["last_stream_id": "\(lastStreamID)", "error_code": "\(errorCode)"])
+    if errorCode == .enhanceYourCalm, debugData.elementsEqual("too_many_pings".utf8) {
+      delegate?.connectionReceivedTooManyPings(self)
+    }
     if state == .ready || state == .connecting { state = .draining }
     closeIfDrained()
   }
 
   func session(_ session: HTTP2Session, didReceiveSettings settings: HTTP2RemoteSettings) {
     if state == .connecting {
+      // A server that allows no stream is not ready: the connection stays connecting (its
+      // connect timer running) until a later SETTINGS raises the limit.
+      guard session.remoteMaxConcurrentStreams > 0 else {
+        if !serverAllowsNoStreams {
+          logger.debug("the server allows no streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0); waiting")
+        }
+        serverAllowsNoStreams = true
+        return
+      }
+      serverAllowsNoStreams = false
       state = .ready
       if let connectTimer { loop.cancelTimer(connectTimer) }
       connectTimer = nil
-      startKeepalive()
+      scheduleKeepalive()
       delegate?.connectionDidBecomeReady(self)
     } else if state == .ready {
       delegate?.connectionHasCapacity(self)
@@ -314,6 +480,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     // The session has already reset the stream (CANCEL); end the call with why, and drop it
     // here so the close that follows finds nothing to report.
     guard let active = streams.removeValue(forKey: streamID) else { return }
+    streamsWithWaitingWriters.remove(streamID)
     let status = GRPCStatus(
       code: .resourceExhausted,
       message:
@@ -338,13 +505,18 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       return
     case .finish(let status):
       guard let active = streams[streamID] else { return }
-      // The status is decided. When the server ended the stream, it closes by itself
-      // (our request half-closed with its only message). When the status came from a
-      // local check (a malformed response) the server may still be sending: cancel it.
       if !remoteEnded {
+        // The status came from a local check (a malformed response) while the server may
+        // still be sending: cancel the stream.
         session?.resetStream(streamID, errorCode: .cancel)
+      } else if let session, session.isStreamActive(streamID), !session.hasClosedLocalSide(streamID) {
+        // The server completed the call while our request was still going out (flow control
+        // held it, or the writer had not finished): end our side with RST_STREAM(NO_ERROR),
+        // RFC 9113 §8.1, rather than leave the stream holding a slot.
+        session.resetStream(streamID, errorCode: .noError)
       }
       streams[streamID] = nil
+      streamsWithWaitingWriters.remove(streamID)
       finish(active.call, status: status, trailers: active.machine.trailers)
       scheduleFlush()
       afterStreamClosed()
@@ -352,6 +524,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       guard let active = streams[streamID] else { return }
       session?.resetStream(streamID, errorCode: HTTP2ErrorCode(rawValue: code))
       streams[streamID] = nil
+      streamsWithWaitingWriters.remove(streamID)
       finish(active.call, status: status, trailers: active.machine.trailers)
       scheduleFlush()
       afterStreamClosed()
@@ -361,8 +534,11 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private func finish(_ call: PendingCall, status: GRPCStatus, trailers: GRPCMetadata) {
     guard !call.finished else { return }
     call.finished = true
+    call.finalStatus = status
     if let timer = call.deadlineTimer { loop.cancelTimer(timer) }
+    // The handler first: a writer woken by the end then finds the response ended too.
     call.handler.callDidFinish(status: status, trailers: trailers)
+    call.resumeWriters(status)
     delegate?.connection(self, didFinish: call)
   }
 
@@ -385,7 +561,6 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
   }
 
-
   // MARK: - Output
 
   /// Writes the session's pending frames once the current event has been handled,
@@ -402,6 +577,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
 
   private func flushNow() {
     flushOutput()
+    resumeWritersWithRoom()
     if let session, stream?.isOpen == true, !session.wantsRead && !session.wantsWrite {
       if let error = session.terminationError {
         // A connection error nghttp2 found in the server's input and answered with GOAWAY.
@@ -423,10 +599,26 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
   }
 
+  /// Wakes the writers of streams whose unsent request bytes went down to the limit.
+  private func resumeWritersWithRoom() {
+    guard !streamsWithWaitingWriters.isEmpty, let session else { return }
+    for streamID in streamsWithWaitingWriters
+    where session.outboundBufferedBytes(streamID: streamID) <= Self.requestBufferLimit {
+      streamsWithWaitingWriters.remove(streamID)
+      streams[streamID]?.call.resumeWriters(nil)
+    }
+  }
+
   // MARK: - ByteStream events
 
   func byteStream(_ stream: ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
     guard let session else { return }
+    if configuration.keepalive != nil { lastReadTime = monotonicNanoseconds() }
+    if let keepaliveTimeoutTimer {
+      // Anything from the server proves it alive, not only the PING's ACK.
+      loop.cancelTimer(keepaliveTimeoutTimer)
+      self.keepaliveTimeoutTimer = nil
+    }
     do {
       try session.receive(bytes)
     } catch {
@@ -448,19 +640,39 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
 
   // MARK: - Keepalive
 
-  private func startKeepalive() {
-    guard let keepalive = configuration.keepalive else { return }
-    keepaliveTimer = loop.scheduleTimer(after: keepalive.interval) { [weak self] in
-      guard let self, self.state == .ready || self.state == .draining else { return }
-      if keepalive.permitWithoutCalls || !self.streams.isEmpty, self.keepaliveTimeoutTimer == nil {
-        self.session?.ping(opaqueData: monotonicNanoseconds())
-        self.delegate?.connectionDidCountPing(self, ack: false)
-        self.scheduleFlush()
-        self.keepaliveTimeoutTimer = self.loop.scheduleTimer(after: keepalive.timeout) { [weak self] in
-          self?.stream?.close(error: "keepalive ping not answered within \(keepalive.timeout)")
-        }
-      }
-      self.startKeepalive()
+  /// Arms the keepalive timer to fire `interval` after the last byte read (or now, at the start).
+  private func scheduleKeepalive() {
+    guard let keepalive = configuration.keepalive, let interval = delegate?.keepaliveInterval else { return }
+    let now = monotonicNanoseconds()
+    if lastReadTime == 0 { lastReadTime = now }
+    let due = lastReadTime &+ UInt64(clamping: interval.wholeNanoseconds)
+    let delay: Duration = due > now ? .nanoseconds(Int64(clamping: due - now)) : .zero
+    keepaliveTimer = loop.scheduleTimer(after: delay) { [weak self] in
+      self?.keepaliveTimerFired(keepalive, interval: interval)
+    }
+  }
+
+  /// `interval` after the last read: silence from the server (and calls open, unless pings
+  /// without calls are allowed) sends a PING; no byte from the server within the timeout closes
+  /// the connection. Reads since then push the next check back.
+  private func keepaliveTimerFired(_ keepalive: Keepalive, interval: Duration) {
+    keepaliveTimer = nil
+    guard state == .ready || state == .draining else { return }
+    defer { scheduleKeepalive() }
+    let silent = monotonicNanoseconds() &- lastReadTime
+    guard silent >= UInt64(clamping: interval.wholeNanoseconds) else { return }
+    guard keepalive.permitWithoutCalls || !streams.isEmpty, keepaliveTimeoutTimer == nil, let session else { return }
+    // Count the ping as activity, so the next one comes an interval after it (or its ACK).
+    lastReadTime = monotonicNanoseconds()
+    session.ping(opaqueData: lastReadTime)
+    delegate?.connectionDidCountPing(self, ack: false)
+    scheduleFlush()
+    let timeout = keepalive.timeout
+    keepaliveTimeoutTimer = loop.scheduleTimer(after: timeout) { [weak self] in
+      guard let self else { return }
+      self.keepaliveTimeoutTimer = nil
+      self.logger.debug("keepalive ping not answered; closing the connection", metadata: ["timeout": "\(timeout)"])
+      self.close(error: "keepalive ping not answered within \(timeout): the server stopped responding")
     }
   }
 
@@ -505,6 +717,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     for timer in [connectTimer, keepaliveTimer, keepaliveTimeoutTimer].compactMap({ $0 }) { loop.cancelTimer(timer) }
     let failing = streams
     streams.removeAll()
+    streamsWithWaitingWriters.removeAll()
     for (_, active) in failing {
       if case .finish(let status) = active.machine.connectionFailed(message) {
         finish(active.call, status: status, trailers: active.machine.trailers)
@@ -515,5 +728,16 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     session = nil
     stream = nil
     delegate?.connection(self, didCloseWithError: message, wasReady: wasReady)
+  }
+}
+
+extension Duration {
+  /// The duration in whole nanoseconds, saturating at Int64's bounds.
+  var wholeNanoseconds: Int64 {
+    let (seconds, attoseconds) = components
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    guard !overflow else { return seconds < 0 ? .min : .max }
+    return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).overflow
+      ? .max : scaled + attoseconds / 1_000_000_000
   }
 }

@@ -9,12 +9,24 @@ import Synchronization
 /// or, when explicitly chosen, cleartext h2c.
 ///
 /// A channel owns an event loop thread that runs every connection, stream and
-/// call state machine it has. Calls come in three forms:
+/// call state machine it has. Every gRPC call kind is available:
 /// - ``unary(path:request:options:)``: `async`, returns the response or throws ``GRPCError``;
 /// - ``serverStreaming(path:request:options:)``: an `AsyncSequence` of response messages,
 ///   with flow control: a consumer that stops reading stops the stream's window updates;
+/// - ``clientStreaming(path:options:requestProducer:)``: requests written by a closure through
+///   a ``GRPCRequestWriter``, one response;
+/// - ``bidirectionalStreaming(path:options:requestProducer:onResponse:)``: requests written by
+///   one closure while another reads the responses;
+/// - ``makeStreamingCall(path:kind:options:)``: the same two without closures, for callers that
+///   interleave writes and reads themselves;
 /// - ``startCall(path:request:kind:options:handler:)``: callbacks on the loop thread,
 ///   with no task hop and no copy per message, for the hot path.
+///
+/// Every kind follows the same rules: the deadline (``CallOptions/timeout``) covers the whole
+/// call, writes included; cancelling (or cancelling the task) resets the stream with CANCEL;
+/// responses are flow-controlled by their consumer and requests by the server's window
+/// (a writer waits while more than 64 KiB of its requests are unsent); the status is decided
+/// once and only what the server sent (or a local failure) decides it.
 ///
 /// Messages are raw bytes: callers encode and decode them (see `FleetEngineMessages`).
 /// Call ``shutdown()`` (graceful) or ``close()`` when done.
@@ -30,6 +42,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
   let core: LoopBound<ChannelCore>
   private let nextCallID = Atomic<UInt64>(1)
   private let closed = Atomic<Bool>(false)
+  private let serverEncodings = ServerEncodings()
 
   /// Creates a channel to `host:port`. No connection is made until the first call.
   ///
@@ -61,7 +74,8 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     self.loop = loop
     self.core = LoopBound(
       unchecked: ChannelCore(
-        loop: loop, host: host, port: port, configuration: configuration, tlsContext: tlsContext, logger: logger),
+        loop: loop, host: host, port: port, configuration: configuration, tlsContext: tlsContext,
+        serverEncodings: serverEncodings, logger: logger),
       loop: loop)
   }
 
@@ -92,22 +106,26 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     options: CallOptions = .init(),
     handler: any GRPCCallHandler
   ) -> GRPCCallHandle {
-    startCall(path: path, request: request, kind: kind, options: options, handler: handler, manualFlowControl: false)
+    startCall(path: path, request: request, kind: kind, options: options, handler: handler, receiver: nil).handle
   }
 
+  /// Starts a call of any kind. `request` is the single request of a unary or server-streaming
+  /// call (or `nil` for a request-streaming one: write with ``GRPCRequestWriter``); `receiver`
+  /// is set when the handler takes messages as they arrived and returns window itself.
   func startCall(
-    path: String, request: [UInt8], kind: GRPCCallKind, options: CallOptions, handler: any GRPCCallHandler,
-    manualFlowControl: Bool
-  ) -> GRPCCallHandle {
+    path: String, request: [UInt8]?, kind: GRPCCallKind, options: CallOptions, handler: any GRPCCallHandler,
+    receiver: (any GRPCMessageReceiver)?
+  ) -> (handle: GRPCCallHandle, call: LoopBound<PendingCall>?, encoding: GRPCCompressionAlgorithm) {
     let id = nextCallID.add(1, ordering: .relaxed).oldValue
     let core = core
     let handle = GRPCCallHandle(
       cancel: { core.loop.execute { core.value.cancel(callID: id) } },
-      release: { bytes in core.loop.execute { core.value.release(callID: id, bytes: bytes) } })
+      release: { bytes in core.loop.execute { core.value.release(callID: id, bytes: bytes) } },
+      abort: { status in core.loop.execute { core.value.abort(callID: id, status: status) } })
     guard GRPCRequestHead.isValidMethodPath(path) else {
       handler.callDidFinish(
         status: GRPCStatus(code: .invalidArgument, message: "invalid method path \(path)"), trailers: GRPCMetadata())
-      return handle
+      return (handle, nil, .identity)
     }
     var deadline: UInt64?
     if let timeout = options.timeout {
@@ -115,12 +133,22 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
       deadline = monotonicNanoseconds() &+ UInt64(max(0, nanos))
       if nanos <= 0 { deadline = 0 }
     }
+    let encoding = serverEncodings.negotiate(options.compression ?? configuration.compression.requestEncoding)
+    var single: [UInt8]?
+    if let request {
+      do {
+        single = try GRPCMessageFramer.framed(request, compressedWith: encoding)
+      } catch {
+        handler.callDidFinish(status: error.status, trailers: GRPCMetadata())
+        return (handle, nil, encoding)
+      }
+    }
     let call = PendingCall(
-      id: id, path: path, framedRequest: GRPCMessageFramer.framed(request), kind: kind, options: options,
-      handler: handler, deadline: deadline, manualFlowControl: manualFlowControl)
+      id: id, path: path, kind: kind, singleRequest: single, options: options, handler: handler, receiver: receiver,
+      deadline: deadline, requestEncoding: encoding)
     let boxed = LoopBound(unchecked: call, loop: loop)
     loop.execute { core.value.start(boxed.value) }
-    return handle
+    return (handle, boxed, encoding)
   }
 
   /// Makes a unary call.
@@ -136,7 +164,9 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     let result: Result<GRPCUnaryResponse, GRPCError> = await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         collector.setContinuation(continuation)
-        let handle = startCall(path: path, request: request, kind: .unary, options: options, handler: collector)
+        let handle = startCall(
+          path: path, request: request, kind: .unary, options: options, handler: collector, receiver: nil
+        ).handle
         collector.setHandle(handle)
       }
     } onCancel: {
@@ -154,12 +184,99 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     request: [UInt8],
     options: CallOptions = .init()
   ) -> GRPCServerStreamingResponse {
-    let response = GRPCServerStreamingResponse()
-    let handle = startCall(
+    let response = GRPCServerStreamingResponse(
+      maxReceiveMessageSize: options.maxReceiveMessageSize ?? configuration.maxReceiveMessageSize)
+    let started = startCall(
       path: path, request: request, kind: .serverStreaming, options: options, handler: response.receiver,
-      manualFlowControl: true)
-    response.receiver.setHandle(handle)
+      receiver: response.receiver)
+    response.receiver.setHandle(started.handle)
     return response
+  }
+
+  /// Starts a call whose requests are written one by one: ``GRPCStreamingCall/requests`` writes
+  /// them (and ends them with ``GRPCRequestWriter/finish()``), ``GRPCStreamingCall/responses``
+  /// reads what comes back, concurrently.
+  ///
+  /// Prefer ``clientStreaming(path:options:requestProducer:)`` and
+  /// ``bidirectionalStreaming(path:options:requestProducer:onResponse:)``, which scope the
+  /// call's lifetime to closures; this form suits callers that interleave writes and reads by
+  /// hand (a ping-pong). Dropping the call (and its response) before its end cancels it.
+  ///
+  /// - Parameter kind: `.bidirectionalStreaming` (any number of responses) or `.clientStreaming`
+  ///   (exactly one); the other kinds work too, with their own response rules.
+  public func makeStreamingCall(
+    path: String,
+    kind: GRPCCallKind = .bidirectionalStreaming,
+    options: CallOptions = .init()
+  ) -> GRPCStreamingCall {
+    let response = GRPCServerStreamingResponse(
+      maxReceiveMessageSize: options.maxReceiveMessageSize ?? configuration.maxReceiveMessageSize)
+    let started = startCall(
+      path: path, request: nil, kind: kind, options: options, handler: response.receiver, receiver: response.receiver)
+    response.receiver.setHandle(started.handle)
+    let writer = GRPCRequestWriter(
+      call: started.call, core: core, encoding: started.encoding, handle: started.handle)
+    return GRPCStreamingCall(requests: writer, responses: response)
+  }
+
+  /// Makes a client-streaming call: `requestProducer` writes the requests, and the call's one
+  /// response is returned once the server sends its status.
+  ///
+  /// The request side ends (half-close) when `requestProducer` returns. If it throws first, the
+  /// call is cancelled (RST_STREAM(CANCEL)) and its error is rethrown. If the call ends first
+  /// (the server answered early, failed it, or the deadline passed), the producer's task is
+  /// cancelled and its writes throw; the call's outcome is what this method returns or throws.
+  /// Cancelling the calling task cancels the call.
+  ///
+  /// ```swift
+  /// let response = try await channel.clientStreaming(path: "/pkg.Service/Upload") { writer in
+  ///   for chunk in chunks { try await writer.write(chunk) }   // waits while the server is slow
+  /// }
+  /// ```
+  ///
+  /// - Throws: ``GRPCError`` for any status other than OK, or the error `requestProducer` threw.
+  public func clientStreaming(
+    path: String,
+    options: CallOptions = .init(),
+    requestProducer: @escaping @Sendable (GRPCRequestWriter) async throws -> Void
+  ) async throws -> GRPCUnaryResponse {
+    let call = makeStreamingCall(path: path, kind: .clientStreaming, options: options)
+    return try await call.run(requestProducer: requestProducer) { responses in
+      var message: GRPCReceivedMessage?
+      while let received = try await responses.nextReceivedMessage() { message = received }
+      let result = await responses.result()
+      return GRPCUnaryResponse(
+        message: message?.bytes ?? [], headers: result.headers, trailers: result.trailers,
+        compression: message?.compression)
+    }
+  }
+
+  /// Makes a bidirectional-streaming call: `requestProducer` writes requests while
+  /// `onResponse` reads the responses, concurrently; returns what `onResponse` returns.
+  ///
+  /// The request side ends (half-close) when `requestProducer` returns. The call is scoped to
+  /// `onResponse`: when it returns before the call ended, the call is cancelled; when it throws,
+  /// the call is cancelled and the error rethrown. If `requestProducer` throws, the call is
+  /// cancelled (so `onResponse`'s iteration ends with CANCELLED) and the producer's error is
+  /// rethrown. Cancelling the calling task cancels the call.
+  ///
+  /// ```swift
+  /// let count = try await channel.bidirectionalStreaming(path: "/pkg.Chat/Talk") { writer in
+  ///   try await writer.write(hello)
+  /// } onResponse: { responses in
+  ///   var count = 0
+  ///   for try await _ in responses { count += 1 }   // throws GRPCError unless the call ends OK
+  ///   return count
+  /// }
+  /// ```
+  public func bidirectionalStreaming<Result: Sendable>(
+    path: String,
+    options: CallOptions = .init(),
+    requestProducer: @escaping @Sendable (GRPCRequestWriter) async throws -> Void,
+    onResponse: (GRPCStreamingResponse) async throws -> Result
+  ) async throws -> Result {
+    let call = makeStreamingCall(path: path, kind: .bidirectionalStreaming, options: options)
+    return try await call.run(requestProducer: requestProducer, onResponse: onResponse)
   }
 
   // MARK: - The transport seam
@@ -213,14 +330,16 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
   }
 }
 
-/// The result of a unary call that ended OK.
+/// The result of a unary or client-streaming call that ended OK.
 public struct GRPCUnaryResponse: Sendable {
-  /// The serialized response message.
+  /// The serialized response message (decompressed).
   public var message: [UInt8]
   /// The response headers.
   public var headers: GRPCMetadata
   /// The trailers.
   public var trailers: GRPCMetadata
+  /// The encoding the message arrived compressed with, or `nil` when it arrived uncompressed.
+  public var compression: GRPCCompressionAlgorithm?
 }
 
 /// Collects one unary response and resumes the awaiting task.
@@ -233,6 +352,7 @@ private final class UnaryCollector: GRPCCallHandler, @unchecked Sendable {
     var cancelRequested = false
     var headers = GRPCMetadata()
     var message: [UInt8]?
+    var compression: GRPCCompressionAlgorithm?
   }
   private let state = Locked(State())
 
@@ -261,20 +381,28 @@ private final class UnaryCollector: GRPCCallHandler, @unchecked Sendable {
   }
 
   func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
+    callDidReceiveMessage(message, compression: nil)
+  }
+
+  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer, compression: GRPCCompressionAlgorithm?) {
     let copy = [UInt8](message)
-    state.withLock { $0.message = copy }
+    state.withLock {
+      $0.message = copy
+      $0.compression = compression
+    }
   }
 
   func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
-    let (continuation, headers, message) = state.withLock { state in
+    let (continuation, headers, message, compression) = state.withLock { state in
       let taken = state.continuation
       state.continuation = nil
-      return (taken, state.headers, state.message)
+      return (taken, state.headers, state.message, state.compression)
     }
     guard let continuation else { return }
     if status.code == .ok {
       continuation.resume(
-        returning: .success(GRPCUnaryResponse(message: message ?? [], headers: headers, trailers: trailers)))
+        returning: .success(
+          GRPCUnaryResponse(message: message ?? [], headers: headers, trailers: trailers, compression: compression)))
     } else {
       continuation.resume(returning: .failure(GRPCError(status: status, trailers: trailers)))
     }

@@ -17,8 +17,12 @@ import COpenSSL
 ///
 /// The defaults are the safe ones: the server's certificate chain is verified
 /// against the system trust store, its name is checked against the target host
-/// (or ``serverNameOverride``), SNI is sent, TLS 1.2 is the minimum and ALPN
-/// must agree on `h2`. There is no switch to turn verification off.
+/// (or ``serverNameOverride``) in the certificate's subjectAltName only (a
+/// certificate without one matches no name: no fallback to the subject's CN),
+/// SNI is sent, TLS 1.2 is the minimum, renegotiation is refused (RFC 9113
+/// §9.2.1) and ALPN must agree on `h2`. There is no switch to turn verification off.
+/// Private keys must be unencrypted PEM: an encrypted one fails to load with an
+/// error saying so, rather than prompting for a passphrase.
 public struct TLSConfiguration: Sendable, Hashable {
   /// Where trusted root certificates come from.
   public enum TrustRoots: Sendable, Hashable {
@@ -104,7 +108,7 @@ package final class TLSContext: @unchecked Sendable {
     guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSError.openSSL("SSL_CTX_new") }
     self.context = context
     self.isServer = false
-    _ = js_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
+    Self.applyCommonSettings(context)
     SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
     switch configuration.trustRoots {
     case .systemDefault:
@@ -130,7 +134,7 @@ package final class TLSContext: @unchecked Sendable {
     guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSError.openSSL("SSL_CTX_new") }
     self.context = context
     self.isServer = true
-    _ = js_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
+    Self.applyCommonSettings(context)
     try Self.loadIdentity(context, chain: configuration.certificateChainFile, key: configuration.privateKeyFile)
     if let clientCA = configuration.clientCAFile {
       guard SSL_CTX_load_verify_locations(context, clientCA, nil) == 1 else {
@@ -141,11 +145,26 @@ package final class TLSContext: @unchecked Sendable {
     js_SSL_CTX_select_alpn_h2(context)
   }
 
+  /// What both roles share: TLS 1.2 at least, no renegotiation (RFC 9113 §9.2.1: HTTP/2 over
+  /// TLS 1.2 must not renegotiate, and a peer's attempt ends the connection), and a PEM
+  /// password callback that fails, so an encrypted key never makes OpenSSL prompt on a terminal.
+  private static func applyCommonSettings(_ context: OpaquePointer) {
+    _ = js_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
+    js_SSL_CTX_disable_renegotiation(context)
+    js_SSL_CTX_refuse_passwords(context)
+  }
+
   private static func loadIdentity(_ context: OpaquePointer, chain: String, key: String) throws(TLSError) {
     guard SSL_CTX_use_certificate_chain_file(context, chain) == 1 else {
       throw TLSError.openSSL("loading certificate chain \(chain)")
     }
     guard SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) == 1 else {
+      if isEncryptedPEM(key) {
+        ERR_clear_error()
+        throw TLSError(
+          "the private key \(key) is encrypted; passphrase-protected keys are not supported (decrypt it, "
+            + "for example with `openssl pkey -in KEY -out PLAIN`)")
+      }
       throw TLSError.openSSL("loading private key \(key)")
     }
     guard SSL_CTX_check_private_key(context) == 1 else {
@@ -154,6 +173,17 @@ package final class TLSContext: @unchecked Sendable {
   }
 
   deinit { SSL_CTX_free(context) }
+
+  /// Whether the PEM file at `path` holds an encrypted key (PKCS#8 `ENCRYPTED PRIVATE KEY`, or a
+  /// traditional key with `Proc-Type: 4,ENCRYPTED`); reads its first 64 KiB.
+  private static func isEncryptedPEM(_ path: String) -> Bool {
+    guard let file = fopen(path, "r") else { return false }
+    defer { fclose(file) }
+    var bytes = [UInt8](repeating: 0, count: 64 << 10)
+    let count = fread(&bytes, 1, bytes.count, file)
+    let text = String(decoding: bytes[0..<count], as: UTF8.self)
+    return text.contains("ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED")
+  }
 }
 
 /// One TLS session over memory BIOs. Confined to one event loop.
@@ -191,6 +221,10 @@ package final class TLSEngine {
           }
         } else {
           guard js_SSL_set_tlsext_host_name(ssl, serverName) == 1 else { throw TLSError.openSSL("setting SNI") }
+          // The name must be in the subjectAltName: a certificate without DNS names matches
+          // nothing, rather than OpenSSL's fallback to the subject's common name (RFC 6125 §6.4.4
+          // allows the fallback; current practice, and browsers, do not).
+          SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
           guard SSL_set1_host(ssl, serverName) == 1 else { throw TLSError.openSSL("setting the name to verify") }
         }
       }

@@ -8,6 +8,7 @@
 // every trip). What the bearer may do comes from the service account's IAM roles.
 
 import JSONWebToken
+import Primitives
 import Synchronization
 
 #if canImport(Glibc)
@@ -119,7 +120,7 @@ public final class ServiceAccountTokenProvider: AuthorizationProvider, CustomStr
   ) throws(ServiceAccountKeyError) {
     try self.init(
       keyJSON: keyJSON, scope: scope, lifetime: lifetime, renewalMargin: renewalMargin, audience: audience,
-      clock: currentUnixTime)
+      clock: { Primitives.unixTime() })
   }
 
   /// As the public initializer, with the clock (Unix seconds) tests move by hand.

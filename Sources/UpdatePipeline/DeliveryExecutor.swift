@@ -94,6 +94,9 @@ public final class DeliveryExecutor: Sendable {
   /// The number of worker threads.
   public var threadCount: Int { pool.threadCount }
 
+  /// Whether a job is queued or running now. A snapshot, for tests that wait until deliveries are done.
+  package var hasPendingWork: Bool { pool.hasPendingWork }
+
   /// Stops the threads after the queued jobs have run; waits for them unless called from one of them.
   /// Idempotent.
   public func shutdown() {
@@ -149,6 +152,8 @@ final class DeliveryWorkerPool: @unchecked Sendable {
   /// Parked (or parking) workers that no submitter has claimed a wake for yet.
   private let sleepers = Atomic<Int>(0)
   private let stopping = Atomic<Bool>(false)
+  /// Jobs running now.
+  private let running = Atomic<Int>(0)
   /// Set by the last worker to exit; from then on submitters release what they queued.
   private let exited = Atomic<Bool>(false)
 
@@ -275,7 +280,10 @@ final class DeliveryWorkerPool: @unchecked Sendable {
         // woke only one).
         // Relaxed: a hint; a worker missed here only means less parallelism, never a lost job.
         if sleepers.load(ordering: .relaxed) > 0 && hasWork { wakeOneIfParked() }
+        // Relaxed: a count for `hasPendingWork`'s snapshot; the job's own synchronization orders its work.
+        running.add(1, ordering: .relaxed)
         job.runDelivery()
+        running.subtract(1, ordering: .relaxed)
         continue
       }
       // Acquire: pairs with shutdown's release (nothing else is published with it, but it is cheap).
@@ -331,6 +339,12 @@ final class DeliveryWorkerPool: @unchecked Sendable {
       if hasWork { return true }
     }
     return false
+  }
+
+  /// Whether a job is queued, in the overflow list, or running (a snapshot).
+  var hasPendingWork: Bool {
+    // Acquire: pairs with nothing in particular; a snapshot read after the submitter's publication.
+    hasWork || running.load(ordering: .acquiring) > 0
   }
 
   private var hasWork: Bool {

@@ -1,7 +1,6 @@
 // Sources/tripwatch/ServerOptions.swift - where the trips are and how to authenticate: `follow` and `get` share these
 
 import ArgumentParser
-import HTTP2Transport
 import JourneySharing
 import Logging
 import ToolSupport
@@ -60,7 +59,7 @@ struct ServerOptions: ParsableArguments {
         throw ToolFailure(.invalidInput, "--service-account-file: \(error.message)")
       }
     }
-    var tls = TLSConfiguration()
+    var tls = JourneySharingConfiguration.TLS()
     if let caFile { tls.trustRoots = .caFile(caFile) }
     var logger = Logger(label: "tripwatch")
     logger.logLevel = .warning

@@ -10,9 +10,10 @@ rule numbers are quoted as "rule N"), not any one implementation:
   does the HTTP status decide (rule 21: 400 INTERNAL, 401 UNAUTHENTICATED,
   403 PERMISSION_DENIED, 404 UNIMPLEMENTED, 429/502/503/504 UNAVAILABLE,
   431 INTERNAL, anything else UNKNOWN, 200 included).
-- A content-type that is not application/grpc[+...|;...] with no grpc-status
-  is mapped from the HTTP status like the line above, so `text/html` with
-  :status 200 is UNKNOWN (rules 19 and 21; grpc-go and grpc-java agree).
+- A content-type that is missing or not application/grpc[+...|;...] with no
+  grpc-status is mapped from the HTTP status like the line above, so `text/html`
+  with :status 200 is UNKNOWN (rules 19 and 21, C10; grpc-go, grpc-java and
+  C-core agree).
 - Unary cardinality violations (zero or two messages with OK) are INTERNAL,
   as go, java and node do (the project's pick in section F).
 - RST_STREAM codes map as rule 33; an unknown RST code is INTERNAL (section F).
@@ -175,6 +176,7 @@ class Case:
     pings: bool = False            # every server PING must be ACKed
     message_contains: str | None = None  # a piece the status message must hold (case-insensitive)
     client_closes: bool = False    # the client must close the connection (seen by the server as EOF)
+    answer_at_once: bool = False   # play the script without waiting for the request's END_STREAM
     first_connection_script: tuple | None = None  # played instead of `script` on the first connection asking
     note: str = ""
 
@@ -313,11 +315,14 @@ CASES: list[Case] = [
     Case("data_end_stream_without_trailers", INTERNAL, (Headers(), Data(msg(M1), end_stream=True)),
          note="rule 31"),
 
-    # -- content-type (rules 19 and 20)
-    Case("content_type_text_html_200", INTERNAL,
+    # -- content-type (rules 19 and 20; C10)
+    Case("content_type_text_html_200", UNKNOWN,
          (Headers(200, "text/html"), Data(b"<html>hello</html>", end_stream=True)),
-         note="a 200 that is not gRPC and has no grpc-status: INTERNAL, as the transport spec "
-              "(issue 3) says of a wrong content-type; a non-200 one maps from :status instead"),
+         note="C10: a 200 that is not gRPC and has no grpc-status maps from :status as "
+              "http-grpc-status-mapping.md says: UNKNOWN, as grpc-go, grpc-java and C-core report it"),
+    Case("content_type_missing_200", UNKNOWN,
+         (Headers(200, None), Data(b"not grpc", end_stream=True)),
+         note="C10: no content-type at all and no grpc-status: UNKNOWN too"),
     Case("content_type_text_html_503", UNAVAILABLE,
          (Headers(503, "text/html"), Data(b"<html>busy</html>", end_stream=True))),
     Case("content_type_bad_with_grpc_status", UNIMPLEMENTED,
@@ -416,6 +421,17 @@ POOL_CASES: list[Case] = [
     Case("slow_stream", OK,
          (Headers(), Data(msg(M_A)), Sleep(0.3), Data(msg(M_B)), Trailers("0")),
          streaming=True, messages=(M_A, M_B), note="holds its stream open a while (the stream-limit test)"),
+    Case("hold_request", OK, (Sleep(2.0),) + ok_response(M1) + (WaitForClientReset(3.0),), answer_at_once=True,
+         note="the Swift writer back-pressure test: with --request-window the request stays blocked; "
+              "after 2 s the server answers OK"),
+    Case("accepts_identity_only", OK,
+         (Headers(extra=(("grpc-accept-encoding", "identity"),)), Data(msg(M1)), Trailers("0")),
+         messages=(M1,), note="the Swift negotiation test: the server says it accepts no compression"),
+    Case("complete_before_request_sent", OK, ok_response(M1) + (WaitForClientReset(3.0),),
+         messages=(M1,), client_rst=NO_ERROR, answer_at_once=True,
+         note="C53b: run by a server that gives each request stream a 16-byte window and never more; the "
+              "whole response and OK trailers arrive while the client still holds request bytes: it must end "
+              "its side with RST_STREAM(NO_ERROR) (RFC 9113 section 8.1), freeing the stream"),
 ]
 
 BY_NAME = {c.name: c for c in CASES + POOL_CASES}

@@ -17,7 +17,9 @@ case name is answered Trailers-Only UNIMPLEMENTED.
 Options for the hostile-server and limit tests: --max-concurrent-streams N
 announces SETTINGS_MAX_CONCURRENT_STREAMS in the first SETTINGS; --preface
 garbage sends garbage instead of the server's SETTINGS on every connection;
---alpn PROTOCOL (or `none`) offers that ALPN protocol instead of h2.
+--alpn PROTOCOL (or `none`) offers that ALPN protocol instead of h2;
+--request-window N announces SETTINGS_INITIAL_WINDOW_SIZE N and never returns
+window for request bytes (a client sending more than N bytes stays blocked).
 
 Frames h2 refuses to send (GOAWAY while still serving, RST_STREAM on a stream
 it has closed, unknown error codes) are written as raw bytes after flushing
@@ -107,18 +109,22 @@ def raw_frame(action: "cases.RawFrame", stream_id: int) -> bytes:
 
 class Connection:
     def __init__(self, sock: socket.socket, conn_id: int, tls: bool, alpn: str | None,
-                 max_concurrent_streams: int | None = None):
+                 max_concurrent_streams: int | None = None, request_window: int | None = None):
         self.sock = sock
         self.conn_id = conn_id
         self.tls = tls
         self.alpn = alpn
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
         self.h2 = h2.connection.H2Connection(config=config)
+        initial_values = {}
         if max_concurrent_streams is not None:
             # In the first SETTINGS frame, and enforced from the start (h2 raises TooManyStreamsError).
-            self.h2.local_settings = h2.settings.Settings(
-                client=False,
-                initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: max_concurrent_streams})
+            initial_values[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = max_concurrent_streams
+        if request_window is not None:
+            initial_values[h2.settings.SettingCodes.INITIAL_WINDOW_SIZE] = request_window
+        if initial_values:
+            self.h2.local_settings = h2.settings.Settings(client=False, initial_values=initial_values)
+        self.return_window = request_window is None
         self.streams: dict[int, StreamState] = {}
         self.pending: deque[int] = deque()
         self.closed = False
@@ -205,10 +211,11 @@ class Connection:
             st = self.streams.get(event.stream_id)
             if st is not None:
                 st.body += event.data
-            try:
-                self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-            except h2.exceptions.StreamClosedError:
-                pass
+            if self.return_window:
+                try:
+                    self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                except h2.exceptions.StreamClosedError:
+                    pass
         elif isinstance(event, h2.events.StreamEnded):
             if event.stream_id in self.streams:
                 self.streams[event.stream_id].ended = True
@@ -259,7 +266,7 @@ class Connection:
         path = st.header(":path") or ""
         name = path[len("/%s/" % cases.SERVICE):] if path.startswith("/%s/" % cases.SERVICE) else None
         case = cases.BY_NAME.get(name)
-        deadline = time.monotonic() + REQUEST_END_WAIT
+        deadline = time.monotonic() + (0 if case is not None and case.answer_at_once else REQUEST_END_WAIT)
         while not (st.ended or st.reset is not None or self.closed) and time.monotonic() < deadline:
             self.pump(0.05)
         log("conn %d stream %d: %s (request ended: %s)" % (self.conn_id, st.stream_id, path, st.ended))
@@ -422,7 +429,8 @@ def handle(client: socket.socket, conn_id: int, tls_context: ssl.SSLContext | No
                              "client_sent_bytes": len(sent)})
                 client.close()
                 return
-        connection = Connection(client, conn_id, tls_context is not None, alpn, options.max_concurrent_streams)
+        connection = Connection(client, conn_id, tls_context is not None, alpn, options.max_concurrent_streams,
+                                options.request_window)
         if options.preface == "garbage":
             connection.run_garbage_preface()
         else:
@@ -471,8 +479,12 @@ def main(argv=None) -> int:
     parser.add_argument("--key", help="PEM private key (with --cert)")
     parser.add_argument("--max-concurrent-streams", type=int,
                         help="announce and enforce SETTINGS_MAX_CONCURRENT_STREAMS")
+    parser.add_argument("--request-window", type=int,
+                        help="announce SETTINGS_INITIAL_WINDOW_SIZE and never return window for request bytes")
     parser.add_argument("--preface", choices=["settings", "garbage"], default="settings",
                         help="garbage: send random bytes instead of the server's SETTINGS")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true",
+                        help="exit when stdin closes (the test process that started the server ended)")
     parser.add_argument("--alpn", default="h2",
                         help="the ALPN protocol offered with TLS (default h2; 'none' offers none)")
     args = parser.parse_args(argv)
@@ -492,6 +504,12 @@ def main(argv=None) -> int:
     print("listening on 127.0.0.1:%d" % listener.getsockname()[1], flush=True)
     log("serving %s, %d cases" % ("TLS" if tls_context else "h2c", len(cases.CASES)))
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    if args.exit_on_stdin_eof:
+        def watch_stdin() -> None:
+            while sys.stdin.buffer.read(4096):
+                pass
+            os._exit(0)
+        threading.Thread(target=watch_stdin, daemon=True).start()
 
     for conn_id in itertools.count(1):
         try:

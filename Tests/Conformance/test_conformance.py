@@ -26,8 +26,10 @@ a client owes on a deadline and on an oversized message (rules 28 and 37).
 
 The last tests run servers of their own: one that answers with garbage instead
 of its SETTINGS, TLS servers that do not agree on ALPN h2, one with a small
-SETTINGS_MAX_CONCURRENT_STREAMS, and one whose first connection turns hostile
-while calls on other connections of the same channel go on.
+SETTINGS_MAX_CONCURRENT_STREAMS, one whose first connection turns hostile
+while calls on other connections of the same channel go on, and one that
+answers in full while it holds the request back with a 16-byte window (C53b:
+the client must end its side with RST_STREAM(NO_ERROR)).
 """
 
 from __future__ import annotations
@@ -556,6 +558,39 @@ def test_hostile_connection_is_closed_others_unaffected(transport, tripwatch, ow
     healthy = [r for r in records if r["conn"] != hostile["conn"]]
     assert len(healthy) == 1 and healthy[0]["script_completed"], (
         "the other connection's call did not run to its end: %r\n%s" % (healthy, result.describe()))
+
+
+@pytest.mark.parametrize("transport", ["h2c", "tls"])
+def test_complete_response_while_request_blocked(transport, tripwatch, own_servers, h2conf_certs):
+    """C53b (RFC 9113 section 8.1): the server sends its whole response and OK trailers while the
+    client's request is still held by flow control (a 16-byte stream window, never widened, against
+    a 200-byte request). The client reports OK and ends its side with RST_STREAM(NO_ERROR) instead of
+    leaving the stream open; with one stream allowed per connection, that is what lets the second and
+    third calls run on the connection at all."""
+    ca, cert, key = h2conf_certs
+    args = ["--request-window", "16", "--max-concurrent-streams", "1"]
+    args += [] if transport == "h2c" else ["--cert", str(cert), "--key", str(key)]
+    server = own_servers("early-status-" + transport, args)
+    tls_args = ["--plaintext"] if transport == "h2c" else ["--ca-file", str(ca)]
+    case = cases.BY_NAME["complete_before_request_sent"]
+    result = run_client(tripwatch, server, case.path,
+                        tls_args + ["--timeout", "10", "--data-hex", "ab" * 200, "--repeat", "3"], timeout=60)
+    assert result.returncode == 0, result.describe()
+    lines = output_lines(result)
+    assert [line["status"]["code"] for line in lines if "status" in line] == [cases.OK] * 3, result.describe()
+    assert [bytes.fromhex(line["message_hex"]) for line in lines if "message_hex" in line] == [cases.M1] * 3
+    end = time.monotonic() + 5
+    while time.monotonic() < end and sum(1 for r in server.records if r.get("case") == case.name) < 3:
+        time.sleep(0.05)
+    records = [r for r in server.records if r.get("case") == case.name]
+    assert len(records) == 3, "the server did not see three calls: %r\n%s" % (records, result.describe())
+    for record in records:
+        assert not record["request_ended"], "the request was not held by flow control: %r" % record
+        assert record["request_body_len"] <= 16, record
+        assert record["client_rst"] == cases.NO_ERROR, (
+            "the client must end its side with RST_STREAM(NO_ERROR), the server saw %r\n%s"
+            % (record["client_rst"], result.describe()))
+    assert len({r["conn"] for r in records}) == 1, "the calls should share one connection: %r" % records
 
 
 # ---------------------------------------------------------------------------

@@ -157,7 +157,7 @@ private struct SimFixture {
     }
     do {
       let response = try await channel.unary(
-        path: FleetSimMethods.unaryGetTrip, request: request.serializedBytes(),
+        path: FleetEngineMethods.unaryGetTrip, request: request.serializedBytes(),
         options: Self.options(authorization))
       return .success(response.message)
     } catch {
@@ -193,7 +193,7 @@ private struct SimFixture {
     request.view = .journeySharingV1S
     request.routeFormatType = format
     return channel.serverStreaming(
-      path: FleetSimMethods.streamingGetTrip, request: request.serializedBytes(),
+      path: FleetEngineMethods.streamingGetTrip, request: request.serializedBytes(),
       options: Self.options(authorization, timeout: .seconds(40)))
   }
 

@@ -44,7 +44,7 @@ private func withLoadServer<R>(
 private func stream(_ channel: GRPCChannel, trip: Int) -> GRPCServerStreamingResponse {
   var request = StreamTripRequest()
   request.name = "providers/load/trips/trip-\(trip)"
-  return channel.serverStreaming(path: FleetSimMethods.streamingGetTrip, request: request.serializedBytes())
+  return channel.serverStreaming(path: FleetEngineMethods.streamingGetTrip, request: request.serializedBytes())
 }
 
 @Suite("FleetSim load generation", .timeLimit(.minutes(1)))

@@ -74,7 +74,7 @@ private func unaryStatus(_ channel: GRPCChannel, _ authorization: String) async 
   request.name = "providers/demo/trips/trip-1"
   do {
     _ = try await channel.unary(
-      path: FleetSimMethods.unaryGetTrip, request: request.serializedBytes(),
+      path: FleetEngineMethods.unaryGetTrip, request: request.serializedBytes(),
       options: CallOptions(timeout: .seconds(20), metadata: ["authorization": .string(authorization)]))
     return nil
   } catch {
@@ -87,7 +87,7 @@ private func streamStatus(_ channel: GRPCChannel, _ authorization: String) async
   var request = StreamTripRequest()
   request.name = "providers/demo/trips/trip-1"
   let response = channel.serverStreaming(
-    path: FleetSimMethods.streamingGetTrip, request: request.serializedBytes(),
+    path: FleetEngineMethods.streamingGetTrip, request: request.serializedBytes(),
     options: CallOptions(timeout: .seconds(20), metadata: ["authorization": .string(authorization)]))
   var iterator = response.makeAsyncIterator()
   do {

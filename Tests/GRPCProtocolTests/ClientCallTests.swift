@@ -166,7 +166,7 @@ struct NonGRPCResponseTests {
   }
 
   @Test(
-    "a non-gRPC 200 is INTERNAL, reset while the stream is open",
+    "C10: a non-gRPC 200 is UNKNOWN (http-grpc-status-mapping), reset while the stream is open",
     arguments: [
       ("text/html", "invalid content-type \"text/html\""),
       ("application/grpc-web", "invalid content-type \"application/grpc-web\""),
@@ -176,19 +176,22 @@ struct NonGRPCResponseTests {
     var open = GRPCClientCall(kind: .unary)
     #expect(
       open.receiveHeaders([(":status", "200"), ("content-type", contentType)], endStream: false)
-        == reset(.internalError, message))
+        == reset(.unknown, message))
     var ended = GRPCClientCall(kind: .unary)
     #expect(
       ended.receiveHeaders([(":status", "200"), ("content-type", contentType)], endStream: true)
-        == finish(.internalError, message))
+        == finish(.unknown, message))
   }
 
-  @Test("a 200 without content-type or grpc-status is INTERNAL")
+  @Test("C10: a 200 without content-type or grpc-status is UNKNOWN, open or ended")
   func missingContentType() {
     var call = GRPCClientCall(kind: .unary)
     #expect(
       call.receiveHeaders([(":status", "200")], endStream: false)
-        == reset(.internalError, "response without content-type"))
+        == reset(.unknown, "response without content-type"))
+    var ended = GRPCClientCall(kind: .serverStreaming)
+    #expect(
+      ended.receiveHeaders([(":status", "200")], endStream: true) == finish(.unknown, "response without content-type"))
   }
 
   @Test("a bad content-type with grpc-status in headers that do not end the stream: the grpc-status is used")
@@ -430,13 +433,26 @@ struct CardinalityTests {
 
   @Test("an unsupported grpc-encoding is remembered; its compressed messages are INTERNAL")
   func unsupportedEncoding() {
-    var call = GRPCClientCall.started(.serverStreaming, headers: [("grpc-encoding", "gzip")])
-    #expect(call.responseEncoding == "gzip")
+    var call = GRPCClientCall.started(.serverStreaming, headers: [("grpc-encoding", "snappy")])
+    #expect(call.responseEncoding == "snappy")
+    #expect(call.responseCompression == nil)
     // Uncompressed messages are still fine: the flag is per message.
     #expect(call.data(frames([3])).messages == [[3]])
     #expect(
       call.data([1, 0, 0, 0, 1, 0x1F]).action
-        == reset(.internalError, "compressed message received with grpc-encoding \"gzip\", which is not supported"))
+        == reset(
+          .internalError,
+          "compressed message received with grpc-encoding \"snappy\", which is not supported (accepted: identity,gzip,deflate)"
+        ))
+  }
+
+  @Test("an encoding the call did not announce is not accepted, even one the library knows")
+  func encodingNotAnnounced() {
+    var call = GRPCClientCall(kind: .unary, acceptedEncodings: [.deflate])
+    #expect(call.receiveHeaders(grpcHeaders([("grpc-encoding", "gzip")]), endStream: false) == .none)
+    #expect(call.responseCompression == nil)
+    let compressed = compressedFrame([7, 7, 7], .gzip)
+    #expect(call.data(compressed).action.code == .internalError)
   }
 
   @Test("an undefined compressed-flag is INTERNAL")

@@ -27,9 +27,9 @@ private enum BoundsMethod {
 
 /// The service of the bounds tests. Runs on the server's loop.
 private final class BoundsService: GRPCService {
-  private let held = Mutex<[GRPCServerCall]>([])
+  private let held = Mutex<[any GRPCServerCallContext]>([])
 
-  func handle(_ call: GRPCServerCall) {
+  func handle(_ call: any GRPCServerCallContext) {
     switch call.path {
     case BoundsMethod.count:
       call.send(withUnsafeBytes(of: UInt32(call.request.count).bigEndian) { Array($0) })
@@ -47,7 +47,7 @@ private final class BoundsService: GRPCService {
     for call in held.withLock({ calls in
       defer { calls = [] }; return calls
     }) {
-      call.execute { call.finish(.ok) }
+      call.scheduler.execute { call.finish(.ok) }
     }
   }
 }

@@ -102,14 +102,14 @@ final class EchoService: GRPCService {
     var requestMetadata: [String: GRPCMetadata] = [:]
     var callsHandled = 0
     var cancellations = 0
-    var held: [GRPCServerCall] = []
+    var held: [any GRPCServerCallContext] = []
     var released = false
-    var streamCalls: [GRPCServerCall] = []
+    var streamCalls: [any GRPCServerCallContext] = []
   }
 
   private let state = Mutex(State())
 
-  func handle(_ call: GRPCServerCall) {
+  func handle(_ call: any GRPCServerCallContext) {
     state.withLock { state in
       state.callsHandled += 1
       state.requestMetadata[call.path] = call.requestMetadata
@@ -188,13 +188,13 @@ final class EchoService: GRPCService {
 
   /// Finishes every held call OK, and from now on held calls finish right after their message.
   func releaseHeld() {
-    let held = state.withLock { state -> [GRPCServerCall] in
+    let held = state.withLock { state -> [any GRPCServerCallContext] in
       state.released = true
       let held = state.held
       state.held = []
       return held
     }
-    for call in held { call.execute { call.finish(.ok) } }
+    for call in held { call.scheduler.execute { call.finish(.ok) } }
   }
 
   /// Calls whose `onCancel` ran (client cancel, deadline, or dropped connection).
@@ -212,7 +212,7 @@ final class EchoService: GRPCService {
   func bufferedBytesOfLastStream() async -> Int? {
     guard let call = state.withLock({ $0.streamCalls.last }) else { return nil }
     return await withCheckedContinuation { continuation in
-      call.execute { continuation.resume(returning: call.outboundBufferedBytes) }
+      call.scheduler.execute { continuation.resume(returning: call.outboundBufferedBytes) }
     }
   }
 }

@@ -1,5 +1,6 @@
 // Tests/JourneySharingTests/ChaosRecorders.swift - subscribers that count what the chaos suite checks
 
+import Primitives
 import FleetEngineMessages
 import Foundation
 import GRPCProtocol

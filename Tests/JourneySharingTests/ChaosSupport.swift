@@ -4,6 +4,7 @@
 // binary, or $FLEETSIM), so that "the server is killed" means SIGKILL and a restart on the same port,
 // over real sockets on 127.0.0.1.
 
+import Primitives
 import Foundation
 import HTTP2Transport
 import JourneySharing
@@ -42,7 +43,7 @@ func seconds(_ duration: Duration) -> Double {
 /// The most connection attempts a channel with `backoff` may start within `window` seconds of a failure
 /// while every attempt fails: one at once, then one after each backoff delay, each delay at least
 /// `(1 - jitter)` times its base.
-func maxAttempts(within window: Double, backoff: ConnectionBackoff) -> Int {
+func maxAttempts(within window: Double, backoff: RetryBackoff) -> Int {
   var attempts = 1
   var elapsed = 0.0
   var retry = 1

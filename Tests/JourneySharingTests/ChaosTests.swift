@@ -29,8 +29,7 @@ import Testing
 #endif
 
 /// The backoff of the chaos clients, for connections and for each trip's retries: 100 ms growing to 1 s.
-let chaosBackoff = ConnectionBackoff(
-  initialBackoff: .milliseconds(100), multiplier: 1.6, jitter: 0.2, maxBackoff: .seconds(1))
+let chaosBackoff = RetryBackoff(initial: .milliseconds(100), multiplier: 1.6, jitter: 0.2, maximum: .seconds(1))
 
 /// How far above its starting level resident memory may stay once every trip ended and was let go.
 /// glibc keeps freed memory in its per-thread arenas (the event loop's and each delivery thread's), so
@@ -44,8 +43,8 @@ func chaosClientConfiguration(port: Int, provider: String) -> JourneySharingConf
     host: "127.0.0.1", port: port, security: .plaintext, providerID: provider, fetchMode: .stream,
     logger: quietLogger("journeysharing.chaos"))
   configuration.retryBackoff = chaosBackoff
-  configuration.channel.backoff = chaosBackoff
-  configuration.channel.connectTimeout = .seconds(5)
+  configuration.connection.reconnectBackoff = chaosBackoff
+  configuration.connection.connectTimeout = .seconds(5)
   return configuration
 }
 
@@ -172,8 +171,8 @@ struct ChaosTests {
     incarnations.append(server.lastStats)  // the final stats line of a server stopped with SIGTERM
     let channel = await services.connectionStats()
     let delays = channel.recentBackoffDelays.map(seconds)
-    let lowest = seconds(chaosBackoff.initialBackoff) * (1 - chaosBackoff.jitter)
-    let highest = seconds(chaosBackoff.maxBackoff) * (1 + chaosBackoff.jitter)
+    let lowest = seconds(chaosBackoff.initial) * (1 - chaosBackoff.jitter)
+    let highest = seconds(chaosBackoff.maximum) * (1 + chaosBackoff.jitter)
     #expect(delays.allSatisfy { $0 >= lowest - 1e-9 && $0 <= highest + 1e-9 }, "backoff delays \(delays)")
 
     // Let every trip go: the memory of 2,000 followed trips must go with them.

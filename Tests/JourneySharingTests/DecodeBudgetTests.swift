@@ -65,7 +65,7 @@ struct DecodeBudgetTests {
     #expect(hostile.count <= 4 << 20)
     try await ScriptedFleetEngine.with(
       script: { path, number in
-        let streaming = path == TripServiceMethods.streamingGetTrip
+        let streaming = path == FleetEngineMethods.streamingGetTrip
         if number == 1 { return ScriptedReply(messages: [hostile], status: streaming ? nil : .ok) }
         return streaming ? .stream(valid) : .trip(valid)
       },
@@ -88,7 +88,7 @@ struct DecodeBudgetTests {
         "\(errors)")
       #expect(recorder.trips().map(\.trip) == [heldTrip(valid)])
       #expect(await model.modelState() == .active)
-      let path = mode == .stream ? TripServiceMethods.streamingGetTrip : TripServiceMethods.unaryGetTrip
+      let path = mode == .stream ? FleetEngineMethods.streamingGetTrip : FleetEngineMethods.unaryGetTrip
       #expect(engine.calls(path) >= 2)
       // The 4 MiB message is held by the server and the client while it is sent; decoding all of it cost ~360 MiB.
       #expect(growth < 128 << 10, "peak memory grew by \(growth) KiB (peak reset: \(reset))")

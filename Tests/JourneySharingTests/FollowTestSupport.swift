@@ -4,6 +4,7 @@
 // update interval, and its own JourneySharingServices with a small retry backoff. Tests run in parallel on
 // few cores, so conditions are awaited by polling with a bound, never by asserting how long something took.
 
+import Primitives
 import FleetEngineMessages
 import FleetSim
 import Foundation
@@ -93,8 +94,7 @@ func quietLogger(_ label: String) -> Logger {
 }
 
 /// The retry backoff of the tests: 20 ms, growing to 200 ms.
-let followBackoff = ConnectionBackoff(
-  initialBackoff: .milliseconds(20), multiplier: 1.6, jitter: 0.2, maxBackoff: .milliseconds(200))
+let followBackoff = RetryBackoff(initial: .milliseconds(20), multiplier: 1.6, jitter: 0.2, maximum: .milliseconds(200))
 
 /// A plaintext client configuration for `127.0.0.1:port` with the tests' small backoffs.
 func followClientConfiguration(
@@ -105,8 +105,8 @@ func followClientConfiguration(
     host: "127.0.0.1", port: port, security: .plaintext, providerID: followProvider, authorization: authorization,
     fetchMode: mode, pollInterval: pollInterval, logger: quietLogger("journeysharing.tests"))
   configuration.retryBackoff = followBackoff
-  configuration.channel.backoff = followBackoff
-  configuration.channel.connectTimeout = .seconds(5)
+  configuration.connection.reconnectBackoff = followBackoff
+  configuration.connection.connectTimeout = .seconds(5)
   configuration.callTimeout = .seconds(10)
   return configuration
 }
@@ -468,7 +468,7 @@ final class UnaryOnlyFleetEngine: GRPCService, Sendable {
 
   var counters: Counters { state.withLock { $0 } }
 
-  func handle(_ call: GRPCServerCall) {
+  func handle(_ call: any GRPCServerCallContext) {
     guard call.path == "/maps.fleetengine.v1.TripService/GetTrip" else {
       state.withLock { $0.otherCalls += 1 }
       call.finish(GRPCStatus(code: .unimplemented, message: "unknown method \(call.path)"))

@@ -22,7 +22,7 @@ struct MalformedAnswerTests {
     let valid = scriptedTrip()
     try await ScriptedFleetEngine.with(
       script: { path, number in
-        let streaming = path == TripServiceMethods.streamingGetTrip
+        let streaming = path == FleetEngineMethods.streamingGetTrip
         if number == 1 {
           return ScriptedReply(messages: [ScriptedReply.malformed], status: streaming ? nil : .ok)
         }
@@ -55,7 +55,7 @@ struct MalformedAnswerTests {
       script: { _, _ in reply },
       client: { port in
         var configuration = scriptedClient(port: port, mode: .poll)
-        if raised { configuration.channel.http2Settings.maxHeaderListSize = 64 * 1024 }
+        if raised { configuration.connection.maxResponseHeaderListSize = 64 * 1024 }
         return configuration
       }
     ) { _, services in

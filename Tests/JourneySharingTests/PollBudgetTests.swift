@@ -86,9 +86,10 @@ struct PollBudgetTests {
     let busiest = busiestWindow(times, window: second)
     print("poll-budget: \(requests.count) requests in 60 s, busiest second \(busiest) (budget 1500), waited \(statistics.waitedRequests)")
     #expect(busiest <= 1_500, "a second held \(busiest) requests")
-    // The first round goes out at the budget's pace (10,000 at 1,500/s, about 6.7 s), then each trip
-    // every 10 s ± 10 %: 1,000 a second on average.
+    // The first round goes out at the budget's pace (10,000 at 1,500/s, about 6.7 s), the second spread over
+    // the interval, then each trip every 10 s ± 10 %: 1,000 a second on average.
     #expect(requests.count >= 10_000 * 5, "\(requests.count) requests")
+    #expect(requests.count <= 10_000 * 7, "\(requests.count) requests")
     #expect(statistics.waitedRequests >= 8_000, "the first round must have waited: \(statistics.waitedRequests)")
     // Spread: from 20 s on, every second holds between half and one and a half times the average.
     var bins = [Int](repeating: 0, count: 40)
@@ -99,13 +100,18 @@ struct PollBudgetTests {
     let mean = Double(bins.reduce(0, +)) / Double(bins.count)
     #expect(mean > 800 && mean < 1_200, "mean \(mean) per second")
     #expect(bins.allSatisfy { Double($0) >= mean * 0.5 && Double($0) <= mean * 1.5 }, "per second: \(bins)")
-    // Every trip keeps being polled, about every 10 s.
+    // Every trip keeps being polled: the second poll half an interval to one and a half after the first (the
+    // phase is chosen there), every later one 10 s ± 10 % after the one before.
     var perTrip: [String: [UInt64]] = [:]
     for request in requests { perTrip[request.trip, default: []].append(request.time) }
     #expect(perTrip.count == 10_000)
-    let gaps = perTrip.values.flatMap { times in zip(times.dropFirst(), times).map { $0 - $1 } }
+    let firstGaps = perTrip.values.compactMap { $0.count > 1 ? $0[1] - $0[0] : nil }
+    #expect(firstGaps.count == 10_000)
+    #expect(firstGaps.min().map { $0 >= 5 * second } ?? false, "shortest first gap \(firstGaps.min() ?? 0) ns")
+    #expect(firstGaps.max().map { $0 <= 16 * second } ?? false, "longest first gap \(firstGaps.max() ?? 0) ns")
+    let gaps = perTrip.values.flatMap { times in zip(times.dropFirst(2), times.dropFirst()).map { $0 - $1 } }
     #expect(gaps.min().map { $0 >= 9 * second } ?? false, "shortest gap \(gaps.min() ?? 0) ns")
-    #expect(gaps.max().map { $0 <= 13 * second } ?? false, "longest gap \(gaps.max() ?? 0) ns")
+    #expect(gaps.max().map { $0 <= 12 * second } ?? false, "longest gap \(gaps.max() ?? 0) ns")
   }
 
   @Test("Demand above the budget: polls wait, and no second ever holds more than the budget")

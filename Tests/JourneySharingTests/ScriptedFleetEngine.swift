@@ -53,7 +53,7 @@ final class ScriptedFleetEngine: GRPCService, Sendable {
 
   init(_ script: @escaping @Sendable (_ path: String, _ number: Int) -> ScriptedReply) { self.script = script }
 
-  func handle(_ call: GRPCServerCall) {
+  func handle(_ call: any GRPCServerCallContext) {
     let number = state.withLock { state -> Int in
       state.calls[call.path, default: 0] += 1
       if let authorization = call.requestMetadata.first("authorization") { state.authorizations.append(authorization) }

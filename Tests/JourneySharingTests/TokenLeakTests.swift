@@ -5,6 +5,7 @@
 // trace level, and every text of every error a subscriber gets, is searched for each token and its
 // pieces.
 
+import Primitives
 import FleetEngineMessages
 import FleetSim
 import Foundation

@@ -9,7 +9,7 @@ import Foundation
 import GRPCProtocol
 import HTTP2Session
 import HTTP2Transport
-import JourneySharing
+@testable import JourneySharing
 import Logging
 import TestLogging
 import Testing
@@ -92,7 +92,7 @@ struct TripLimitTests {
       #expect(error.domain == "io.grpc" && error.code == GRPCStatusCode.resourceExhausted.rawValue, "\(error.description)")
       #expect(error.message.contains("TripLimits.max"), "\(error.message)")
       // Following goes on: the refused stream was cancelled and a new one started.
-      #expect(await waitUntil { engine.calls(TripServiceMethods.streamingGetTrip) >= 2 })
+      #expect(await waitUntil { engine.calls(FleetEngineMethods.streamingGetTrip) >= 2 })
       #expect(await waitUntil { engine.cancellations >= 1 })
       // The held state is the last trip accepted; nothing of the refused one reached a subscriber.
       #expect(await model.currentSnapshot()?.trip == heldTrip(valid))
@@ -130,7 +130,7 @@ struct TripLimitTests {
         #expect(errorOf(events[1])?.message.contains("TripLimits.max") == true, "\(events[1])")
         #expect(tripOf(events[2]) == heldTrip(later))
       }
-      #expect(engine.calls(TripServiceMethods.unaryGetTrip) >= 3)
+      #expect(engine.calls(FleetEngineMethods.unaryGetTrip) >= 3)
       model.unregisterSubscriber(recorder)
     }
   }
@@ -170,7 +170,7 @@ struct TripLimitTests {
       let recorder = RecordingSubscriber()
       let model = services.tripService.tripModel(forTripName: scriptedTripName)
       model.register(recorder)
-      #expect(await waitUntil { engine.calls(TripServiceMethods.unaryGetTrip) > trips.count })
+      #expect(await waitUntil { engine.calls(FleetEngineMethods.unaryGetTrip) > trips.count })
       #expect(recorder.errors().isEmpty, "\(recorder.errors())")
       #expect(await model.currentSnapshot()?.trip == heldTrip(trips.last!))
       model.unregisterSubscriber(recorder)
@@ -181,12 +181,15 @@ struct TripLimitTests {
 @Suite("Safe defaults")
 struct SafeConfigurationTests {
   @Test("The defaults: verified TLS, 4 MiB messages, 16 KiB header lists, 20,000 route points, 100 stops per list")
-  func defaults() {
+  func defaults() throws {
     let configuration = JourneySharingConfiguration(host: "fleetengine.googleapis.com", port: 443, providerID: "p")
     #expect(configuration.security == .tls(.default))
-    #expect(configuration.channel.security == .tls(.default))
-    #expect(configuration.channel.maxReceiveMessageSize == 4 << 20)
-    #expect(configuration.channel.http2Settings.maxHeaderListSize == UInt32(16_384))
+    // The transport the configuration makes: a verified TLS channel with the same limits.
+    let channel = try #require(try makeDefaultTransport(configuration) as? GRPCChannel)
+    #expect(channel.configuration.security == .tls(.default))
+    #expect(channel.configuration.maxReceiveMessageSize == 4 << 20)
+    #expect(channel.configuration.http2Settings.maxHeaderListSize == UInt32(16_384))
+    channel.close()
     #expect(configuration.limits == .default)
     #expect(TripLimits.default.maxRoutePoints == 20_000)
     #expect(TripLimits.default.maxWaypoints == 100)
@@ -195,7 +198,7 @@ struct SafeConfigurationTests {
   @Test("Services made with plaintext log one notice on the configured logger; with TLS, none")
   func plaintextServicesLogANotice() async throws {
     let capture = LogCapture()
-    for (label, security) in [("plain", GRPCChannelConfiguration.Security.plaintext), ("tls", .tls(.default))] {
+    for (label, security) in [("plain", JourneySharingConfiguration.Security.plaintext), ("tls", .tls(.default))] {
       let configuration = JourneySharingConfiguration(
         host: "127.0.0.1", port: 1, security: security, providerID: "p", logger: capture.logger(label))
       let services = try JourneySharingServices(configuration: configuration)

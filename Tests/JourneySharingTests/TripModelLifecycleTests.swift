@@ -1,6 +1,7 @@
 // Tests/JourneySharingTests/TripModelLifecycleTests.swift - stopping, slow subscribers, many trips,
 // updates(), the journey-sharing session and refresh()
 
+import Primitives
 import FleetEngineMessages
 import FleetSim
 import GRPCProtocol
@@ -417,7 +418,7 @@ private final class EmptyStreamServer: GRPCService, Sendable {
   private let calls = Atomic<Int>(0)
   var callCount: Int { calls.load(ordering: .relaxed) }
 
-  func handle(_ call: GRPCServerCall) {
+  func handle(_ call: any GRPCServerCallContext) {
     calls.add(1, ordering: .relaxed)
     call.finish(.ok)
   }

@@ -4,6 +4,7 @@
 // nothing else holds it. Both are checked against a snapshot derived from scratch from the same trip, over the
 // updates FleetSim would send for whole simulated trips (computed here, without a server).
 
+import Primitives
 import FleetEngineMessages
 import FleetSim
 import HTTP2Transport

@@ -1,9 +1,10 @@
 // Sources/JourneySharing/Following/PollingTripSource.swift - a trip polled with Fleet Engine's unary GetTrip
 //
 // One GetTrip at a time, carrying the *_version fields of what is held so unchanged parts are not sent
-// again. After each answer the next poll is due one interval later, varied by ±10 % so that trips that
-// started together drift apart instead of polling in lockstep; every poll first reserves its time in the
-// services-wide request budget, so the whole process never sends more than the budget allows.
+// again. The first poll goes at once; the one after it at a random point of the next interval, so trips
+// that started together spread over the interval; later ones one interval apart, varied by ±10 % so they
+// do not fall back into lockstep. When a poll is due it takes its time from the services-wide request
+// budget, so the whole process never sends more than the budget allows.
 
 import Primitives
 import FleetEngineMessages
@@ -26,6 +27,8 @@ final class PollingTripSource: TripSource {
   private var inFlight = false
   private var timer: GRPCTimerID?
   private var stopped = false
+  /// Polls answered so far.
+  private var polls = 0
 
   init(
     owner: any TripSourceOwner, transport: any GRPCClientTransport, scheduler: any GRPCScheduler,
@@ -55,16 +58,26 @@ final class PollingTripSource: TripSource {
     call = nil
   }
 
-  /// Reserves a time at or after `wanted` in the budget and polls then.
+  /// Polls at `wanted`, or later when the budget is used up then. The budget is asked when the time comes,
+  /// never ahead: a poll due in a minute holds back no other request meanwhile.
   private func schedule(wanted: UInt64) {
     if let timer { scheduler.cancelTimer(timer) }
-    let time = budget.reserve(at: wanted)
-    let now = scheduler.monotonicNanoseconds
-    timer = scheduler.scheduleTimer(after: .nanoseconds(Int64(clamping: time > now ? time - now : 0))) {
+    timer = scheduler.scheduleTimer(after: .nanoseconds(Int64(clamping: wanted &- min(wanted, scheduler.monotonicNanoseconds)))) {
       [weak self] in
       guard let self else { return }
       self.timer = nil
-      self.poll()
+      let now = self.scheduler.monotonicNanoseconds
+      let time = self.budget.reserve(at: now)
+      guard time > now else {
+        self.poll()
+        return
+      }
+      // The budget's slot is later: wait for it (it is ours now).
+      self.timer = self.scheduler.scheduleTimer(after: .nanoseconds(Int64(clamping: time - now))) { [weak self] in
+        guard let self else { return }
+        self.timer = nil
+        self.poll()
+      }
     }
   }
 
@@ -116,9 +129,13 @@ final class PollingTripSource: TripSource {
       return
     }
     owner.source(self, polled: trip, request: request, sentAfterUpdates: sentAfterUpdates)
-    // The next poll: one interval from now, varied so trips drift apart.
+    // The next poll: one interval from now, varied so trips drift apart. The poll after the first lands at
+    // a random point of the next interval (half an interval to one and a half): trips that started
+    // together, and polled first in one burst, then spread evenly over the interval.
     if let interval = interval(), !stopped {
-      let factor = Double.random(in: (1 - Self.intervalJitter)...(1 + Self.intervalJitter), using: &random)
+      polls += 1
+      let spread = polls == 1 ? 0.5 : Self.intervalJitter
+      let factor = Double.random(in: (1 - spread)...(1 + spread), using: &random)
       schedule(wanted: scheduler.monotonicNanoseconds &+ Duration.seconds(interval.seconds * factor).nanoseconds)
     }
   }

@@ -57,6 +57,8 @@ final class StreamingTripSource: TripSource {
   private var messages = 0
   private var averageGap: Double?
   private var watchdogTimer: GRPCTimerID?
+  /// When the armed watchdog timer fires.
+  private var watchdogDue: UInt64 = 0
 
   init(
     owner: any TripSourceOwner, transport: any GRPCClientTransport, scheduler: any GRPCScheduler,
@@ -133,6 +135,12 @@ final class StreamingTripSource: TripSource {
     }
     messages += 1
     lastMessageAt = now
+    // The timer waits out the timeout known when it was armed; re-arm when the silence tolerated now ends
+    // sooner (the first gaps measured shrink it from the initial timeout).
+    if let watchdog, watchdogTimer != nil, now &+ watchdog.timeout(averageGap: averageGap).nanoseconds < watchdogDue {
+      scheduler.cancelTimer(watchdogTimer!)
+      armWatchdog()
+    }
     let update: TripUpdate
     do {
       update = try TripUpdate(serializedBuffer: bytes, options: owner.limits.decodingOptions)
@@ -160,6 +168,7 @@ final class StreamingTripSource: TripSource {
     guard let watchdog else { return }
     let timeout = watchdog.timeout(averageGap: averageGap).nanoseconds
     let due = lastMessageAt &+ timeout
+    watchdogDue = due
     let now = scheduler.monotonicNanoseconds
     watchdogTimer = scheduler.scheduleTimer(after: .nanoseconds(Int64(clamping: due > now ? due - now : 0))) {
       [weak self] in
