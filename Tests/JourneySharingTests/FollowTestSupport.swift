@@ -76,12 +76,12 @@ let followPlanner = TripSimulator(
 func followSimConfiguration(
   tripCount: Int = followTripCount, speedup: Double = 300, simulatedNow: Double? = nil,
   updateInterval: Duration = .milliseconds(20), auth: FleetSimConfiguration.Auth? = nil,
-  faults: FaultInjection = FaultInjection(), startTime: Double? = nil
+  faults: FaultInjection = FaultInjection(), startTime: Double? = nil, now: Double = followWallClock()
 ) -> FleetSimConfiguration {
   FleetSimConfiguration(
     simulation: SimulationConfiguration(
       provider: followProvider, tripCount: tripCount, seed: followSeed,
-      startTime: startTime ?? (followWallClock() - (simulatedNow ?? -followLeadTime * speedup) / speedup),
+      startTime: startTime ?? (now - (simulatedNow ?? -followLeadTime * speedup) / speedup),
       speedup: speedup),
     updateInterval: updateInterval, auth: auth, faults: faults)
 }
@@ -121,7 +121,7 @@ func finalTrip(of simulator: TripSimulator, index: Int) -> Trip {
 func isFinal(_ status: TripStatus) -> Bool { status == .complete || status == .canceled }
 
 /// A started FleetSim and services following trips on it.
-struct FollowFixture {
+struct FollowFixture: Sendable {
   let sim: FleetSim
   let services: JourneySharingServices
   let port: Int

@@ -123,31 +123,30 @@ func routeChangesOnlyWithTheLeg(_ recorder: RecordingSubscriber, name: String) -
   return true
 }
 
-@Suite("Following whole trips")
-struct TripFollowingTests {
+/// The whole-trip tests, written once against ``TripFollowingFixture``.
+enum WholeTripChecks {
   /// Trips with intermediate destinations (4, 6, 12, 15), one canceled (16), one shared (18), short ones.
   static let trips = [4, 6, 10, 11, 12, 15, 16, 18, 20, 36]
 
-  @Test("Ten trips streamed to the end: statuses in order, fields match callbacks, final state exact")
-  func tenTripsStreamedToTheEnd() async throws {
+  static func tenTripsStreamedToTheEnd(_ transport: FixtureTransport) async throws {
     try #require(Self.trips.contains { followPlanner.plan(index: $0).canceledAt != nil })
     try #require(Self.trips.contains { followPlanner.plan(index: $0).intermediateDestinationCount > 0 })
-    try await FollowFixture.with(followSimConfiguration(speedup: 400)) { fixture in
+    try await withFollowFixture(transport, simulation: { followSimConfiguration(speedup: 400, now: $0) }) { fixture in
       let recorder = RecordingSubscriber()
       let models = Self.trips.map { fixture.model($0) }
       for model in models { model.register(recorder) }
-      let done = await waitUntil(timeout: .seconds(40)) {
+      let done = await fixture.wait(timeout: .seconds(40)) {
         Self.trips.allSatisfy { recorder.stopped(fixture.simulator.tripName(index: $0)) }
       }
       let unfinished = Self.trips.filter { !recorder.finished(fixture.simulator.tripName(index: $0)) }
-      #expect(done, "not every trip reached its final state: \(unfinished)")
+      #expect(done, "\(transport): not every trip reached its final state: \(unfinished)")
       for index in Self.trips {
         checkWholeTrip(recorder, index: index, simulator: fixture.simulator)
         let model = fixture.model(index)
         #expect(await model.modelState() == .inactive)
         #expect(await model.currentSnapshot()?.trip == finalTrip(of: fixture.simulator, index: index))
       }
-      let stats = await fixture.sim.stats()
+      let stats = await fixture.fleetStats()
       #expect(stats.unaryCalls == 0)
       #expect(stats.streamsCompleted == Self.trips.count)
       #expect(stats.streamsOpen == 0)
@@ -155,16 +154,20 @@ struct TripFollowingTests {
     }
   }
 
-  @Test("Polling the unary GetTrip reaches the same final state; the route is kept between legs")
-  func pollingReachesTheSameFinalState() async throws {
+  static func pollingReachesTheSameFinalState(_ transport: FixtureTransport) async throws {
     let trips = [4, 16, 23]
-    try await FollowFixture.with(
-      followSimConfiguration(speedup: 300),
-      client: { followClientConfiguration(port: $0, mode: .poll, pollInterval: .milliseconds(20)) }
+    try await withFollowFixture(
+      transport, simulation: { followSimConfiguration(speedup: 300, now: $0) },
+      client: { configuration in
+        var configuration = configuration
+        configuration.fetchMode = .poll
+        configuration.pollInterval = .milliseconds(20)
+        return configuration
+      }
     ) { fixture in
       let recorder = RecordingSubscriber()
       for index in trips { fixture.model(index).register(recorder) }
-      let done = await waitUntil(timeout: .seconds(40)) {
+      let done = await fixture.wait(timeout: .seconds(40)) {
         trips.allSatisfy { recorder.stopped(fixture.simulator.tripName(index: $0)) }
       }
       #expect(done)
@@ -179,10 +182,23 @@ struct TripFollowingTests {
         #expect(routeChangesOnlyWithTheLeg(recorder, name: name), "\(name): the route changed within a leg")
         #expect(recorder.trips(name).count > routeCallbacks, "\(name): too few deliveries to tell")
       }
-      let stats = await fixture.sim.stats()
+      let stats = await fixture.fleetStats()
       #expect(stats.streamsStarted == 0)
       #expect(stats.unaryCalls >= 10)
     }
+  }
+}
+
+@Suite("Following whole trips (in memory)")
+struct TripFollowingTests {
+  @Test("Ten trips streamed to the end: statuses in order, fields match callbacks, final state exact")
+  func tenTripsStreamedToTheEnd() async throws {
+    try await WholeTripChecks.tenTripsStreamedToTheEnd(.inMemory)
+  }
+
+  @Test("Polling the unary GetTrip reaches the same final state; the route is kept between legs")
+  func pollingReachesTheSameFinalState() async throws {
+    try await WholeTripChecks.pollingReachesTheSameFinalState(.inMemory)
   }
 
   @Test("Auto mode against a server without streaming falls back to polling, with versions, and follows to the end")
@@ -217,5 +233,18 @@ struct TripFollowingTests {
     model.unregisterSubscriber(recorder)
     await services.shutdown()
     await server.shutdown(graceful: false)
+  }
+}
+
+@Suite("Following whole trips end to end (FleetSim over sockets)")
+struct TripFollowingEndToEndTests {
+  @Test("Ten trips streamed to the end over sockets: statuses in order, fields match callbacks, final state exact")
+  func tenTripsStreamedToTheEnd() async throws {
+    try await WholeTripChecks.tenTripsStreamedToTheEnd(.sockets)
+  }
+
+  @Test("Polling over sockets reaches the same final state; the route is kept between legs")
+  func pollingReachesTheSameFinalState() async throws {
+    try await WholeTripChecks.pollingReachesTheSameFinalState(.sockets)
   }
 }
