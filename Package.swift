@@ -98,18 +98,18 @@ let targets: [Target] = [
   ),
   .target(
     name: "GRPCProtocol",
-    dependencies: ["GRPCCompression"],
+    dependencies: ["Primitives", "GRPCCompression"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
     name: "GRPCProtocolTests",
-    dependencies: ["GRPCProtocol", "GRPCCompression"],
+    dependencies: ["Primitives", "GRPCProtocol", "GRPCCompression"],
     swiftSettings: defaultSwiftSettings
   ),
 
   .target(
     name: "HTTP2Session",
-    dependencies: ["CNGHTTP2", "GRPCProtocol"],
+    dependencies: ["CNGHTTP2", "Primitives"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
@@ -162,13 +162,21 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "UpdatePipelineTests",
-    dependencies: ["UpdatePipeline"],
+    dependencies: ["Primitives", "UpdatePipeline"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  // The per-update step every followed trip takes (merge, derive, diff, offer) and the state it keeps:
+  // pure value code with no transport, which the follower, the benchmarks and the fuzzer share.
+  .target(
+    name: "JourneySharingCore",
+    dependencies: ["FleetEngineMessages", "GRPCProtocol", "Primitives", "ProtoWire"],
     swiftSettings: defaultSwiftSettings
   ),
 
   .target(
     name: "JourneySharing",
-    dependencies: ["Primitives", 
+    dependencies: ["JourneySharingCore", "Primitives", 
       "FleetEngineMessages",
       "GRPCProtocol",
       "HTTP2Transport",
@@ -181,7 +189,7 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "JourneySharingTests",
-    dependencies: ["UpdatePipeline", "Primitives", 
+    dependencies: ["JourneySharingCore", "UpdatePipeline", "Primitives", 
       "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport", "JSONWebToken",
       "ProtoWire", "TestLogging", "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
     ],
@@ -192,7 +200,7 @@ let targets: [Target] = [
 
   .target(
     name: "JSONWebToken",
-    dependencies: ["COpenSSL"],
+    dependencies: ["Primitives", "COpenSSL"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
@@ -252,6 +260,7 @@ let targets: [Target] = [
   .executableTarget(
     name: "fleetsim",
     dependencies: [
+      "Primitives",
       "ToolSupport",
       "CLinuxSystem",
       "FleetEngineMessages",
@@ -266,6 +275,7 @@ let targets: [Target] = [
   .executableTarget(
     name: "tripwatch",
     dependencies: [
+      "Primitives",
       "ToolSupport",
       "CLinuxSystem",
       "FleetEngineMessages",

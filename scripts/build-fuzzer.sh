@@ -6,12 +6,12 @@
 #                                                       compressed messages (gzip, deflate through zlib) included
 #   trip-merge-fuzzer    Tests/Fuzz/TripMergeFuzzer     TripUpdates merged into JourneySharing's TripState
 #
-# SwiftPM cannot build a libFuzzer binary (it would add its own main), so this
-# calls swiftc directly: the libraries a target needs become modules and objects
-# instrumented for coverage and AddressSanitizer, then the fuzzer's entry point
-# (which libFuzzer's main calls) links against them. JourneySharing imports the
-# transport (C libraries), so the trip-merge target gets a module of that name
-# made of the merge's pure files only (see JOURNEYSHARING_MERGE below).
+# SwiftPM cannot link a libFuzzer binary (its executables bring their own main), so this
+# calls swiftc directly, on the SwiftPM targets themselves: each library a fuzzer needs is
+# its target's whole source folder, compiled as that module with coverage and
+# AddressSanitizer instrumentation (no hand-kept list of files), and the fuzzer's entry
+# point (which libFuzzer's main calls) links against them. The trip-merge fuzzer uses the
+# JourneySharingCore target: the per-update step, without the transport.
 #
 # Usage: scripts/build-fuzzer.sh            (rebuilds only what is older than its sources)
 #        FORCE=1 scripts/build-fuzzer.sh
@@ -20,14 +20,6 @@ cd "$(dirname "$0")/.."
 
 SWIFTC=${SWIFTC:-$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)}
 OUT=.build-fuzz
-
-# The part of JourneySharing the trip-merge fuzzer needs: merge, derive, diff; no I/O.
-JOURNEYSHARING_MERGE=(
-  Sources/JourneySharing/TripState.swift
-  Sources/JourneySharing/TripLimits.swift
-  Sources/JourneySharing/TripSnapshot.swift
-  Sources/JourneySharing/TripPropertyFields.swift
-)
 
 mkdir -p "$OUT/modules" "$OUT/obj" "$OUT/module-cache"
 # The package's settings (Package.swift's defaultSwiftSettings), plus fuzzing instrumentation.
@@ -87,14 +79,21 @@ fuzzer() {  # fuzzer BINARY SOURCE MODULES...: links a fuzzer's entry point with
     "$source" "${objects[@]}" -use-ld=lld -lz -o "$binary"
 }
 
-# Modules in dependency order.
-module ProtoWire "" -- Sources/ProtoWire/*.swift
-module FleetEngineMessages "ProtoWire" -- Sources/FleetEngineMessages/*.swift
-module GRPCCompression "" -- Sources/GRPCCompression/*.swift
-module GRPCProtocol "GRPCCompression" -- Sources/GRPCProtocol/*.swift
+# Modules in dependency order: each is a SwiftPM target's folder.
+target() {  # target NAME "IMPORTED MODULES" [EXTRA_FLAGS...]: the module of Sources/NAME
+  local name=$1 imports=$2
+  shift 2
+  module "$name" "$imports" "$@" -- Sources/"$name"/*.swift
+}
+target Primitives ""
+target ProtoWire "Primitives"
+target FleetEngineMessages "Primitives ProtoWire"
+target GRPCCompression ""
+target GRPCProtocol "Primitives GRPCCompression"
 # -enable-testing: the fuzzer reads the snapshot's internal state through `@testable import`.
-module JourneySharing "ProtoWire FleetEngineMessages" -enable-testing -- "${JOURNEYSHARING_MERGE[@]}"
+target JourneySharingCore "Primitives ProtoWire FleetEngineMessages GRPCCompression GRPCProtocol" -enable-testing
 
-fuzzer protowire-fuzzer Tests/Fuzz/ProtoWireFuzzer/main.swift ProtoWire FleetEngineMessages
-fuzzer grpc-framing-fuzzer Tests/Fuzz/GRPCFramingFuzzer/main.swift GRPCCompression GRPCProtocol
-fuzzer trip-merge-fuzzer Tests/Fuzz/TripMergeFuzzer/main.swift ProtoWire FleetEngineMessages JourneySharing
+fuzzer protowire-fuzzer Tests/Fuzz/ProtoWireFuzzer/main.swift Primitives ProtoWire FleetEngineMessages
+fuzzer grpc-framing-fuzzer Tests/Fuzz/GRPCFramingFuzzer/main.swift Primitives GRPCCompression GRPCProtocol
+fuzzer trip-merge-fuzzer Tests/Fuzz/TripMergeFuzzer/main.swift \
+  Primitives ProtoWire FleetEngineMessages GRPCCompression GRPCProtocol JourneySharingCore

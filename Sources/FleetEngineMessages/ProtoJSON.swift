@@ -9,6 +9,7 @@
 // lists its fields in a `+JSON.swift` file; the writer below does the rest.
 // No Foundation: numbers, dates and base64 are formatted here.
 
+import Primitives
 public import ProtoWire
 
 /// How ``ProtoJSONEncodable/jsonString(options:)`` prints a message.
@@ -285,7 +286,7 @@ public struct ProtoJSONWriter: Sendable {
   public mutating func writeBytes(_ value: [UInt8]) {
     startValue()
     bytes.append(UInt8(ascii: "\""))
-    ProtoJSONBase64.append(value, to: &bytes)
+    Base64.encode(value, padded: true, into: &bytes)
     bytes.append(UInt8(ascii: "\""))
     endValue()
   }
@@ -435,36 +436,6 @@ public struct ProtoJSONWriter: Sendable {
     bytes.append(UInt8(ascii: "u"))
     for shift in stride(from: 12, through: 0, by: -4) {
       bytes.append(hex[Int((unit >> UInt16(shift)) & 0xF)])
-    }
-  }
-}
-
-/// Standard base64 (RFC 4648 section 4) with padding.
-enum ProtoJSONBase64 {
-  static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-  static func append(_ input: [UInt8], to output: inout [UInt8]) {
-    output.reserveCapacity(output.count + (input.count + 2) / 3 * 4)
-    var index = 0
-    while index + 3 <= input.count {
-      let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-      for shift in [18, 12, 6, 0] { output.append(alphabet[Int((chunk >> UInt32(shift)) & 0x3F)]) }
-      index += 3
-    }
-    switch input.count - index {
-    case 1:
-      let chunk = UInt32(input[index]) << 16
-      output.append(alphabet[Int((chunk >> 18) & 0x3F)])
-      output.append(alphabet[Int((chunk >> 12) & 0x3F)])
-      output.append(contentsOf: [UInt8(ascii: "="), UInt8(ascii: "=")])
-    case 2:
-      let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8
-      output.append(alphabet[Int((chunk >> 18) & 0x3F)])
-      output.append(alphabet[Int((chunk >> 12) & 0x3F)])
-      output.append(alphabet[Int((chunk >> 6) & 0x3F)])
-      output.append(UInt8(ascii: "="))
-    default:
-      break
     }
   }
 }

@@ -72,7 +72,7 @@ final class LoadGenerator {
     anchor = call
     if !running {
       running = true
-      slotStart = monotonicNow()
+      slotStart = monotonicNanoseconds()
       schedule(after: .zero)
     }
   }
@@ -96,7 +96,7 @@ final class LoadGenerator {
       return
     }
     // Rate mode: serve every slot whose start time has come (catching up after a stall).
-    let clock = monotonicNow()
+    let clock = monotonicNanoseconds()
     while slotStart <= clock {
       serve(slot: nextSlot, now: now, saturating: false)
       nextSlot = (nextSlot + 1) % slots.count
@@ -154,11 +154,5 @@ final class LoadGenerator {
       stream.call.send(bytes: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[..<size]))
     }
     sent += 1
-  }
-
-  private func monotonicNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
   }
 }

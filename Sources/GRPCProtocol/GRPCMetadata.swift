@@ -5,6 +5,8 @@
 // array of entries in arrival order rather than a dictionary. Metadata blocks
 // are small (a handful of entries), so linear lookups are the cheap choice.
 
+import Primitives
+
 /// Ordered gRPC metadata: custom request headers, response headers or trailers.
 ///
 /// Names are lowercase. Names ending in `-bin` carry binary values, which go
@@ -184,7 +186,7 @@ public struct GRPCMetadata: Sendable, Hashable, Sequence, ExpressibleByDictionar
       guard !Self.transportHeaderNames.contains(name) else { continue }
       if Self.isBinaryName(name) {
         for piece in value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-          if let bytes = Base64.decode(Self.trimmingSpaces(piece)) {
+          if let bytes = Base64.decode(Self.trimmingSpaces(piece), strict: false) {
             entries.append(Entry(name: name, value: .binary(bytes)))
           }
         }
@@ -203,7 +205,7 @@ public struct GRPCMetadata: Sendable, Hashable, Sequence, ExpressibleByDictionar
     entries.map { entry in
       switch entry.value {
       case .string(let value): (entry.name, value)
-      case .binary(let bytes): (entry.name, Base64.encode(bytes))
+      case .binary(let bytes): (entry.name, Base64.encode(bytes, padded: false))
       }
     }
   }
@@ -266,17 +268,11 @@ public struct GRPCMetadata: Sendable, Hashable, Sequence, ExpressibleByDictionar
 // MARK: - Printing without credentials
 
 extension GRPCMetadata: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-  /// Names whose values are credentials, compared lowercased.
-  static let sensitiveNames: Set<String> = [
-    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-goog-api-key",
-    "x-goog-iam-authorization-token",
-  ]
-
   /// Whether `name` (compared lowercased) carries credentials, so its values must never be logged or
   /// shown: `authorization`, `proxy-authorization`, `cookie`, `set-cookie`, `x-api-key`,
   /// `x-goog-api-key`, `x-goog-iam-authorization-token`.
   public static func isSensitive(_ name: String) -> Bool {
-    sensitiveNames.contains(name.lowercased())
+    SensitiveHeaders.contains(name)
   }
 
   /// An entry's value as printed: the string, `<redacted>` for a credential, `<N bytes>` for binary.

@@ -4,6 +4,8 @@
 // then the other call-definition headers, then custom metadata. Some servers
 // and proxies are strict about it, so the order is fixed here, once.
 
+import Primitives
+
 /// Everything needed to build a call's request headers.
 public struct GRPCRequestHead: Sendable {
   /// The method path, `/<package.Service>/<Method>`, case-sensitive.
@@ -86,7 +88,7 @@ public struct GRPCRequestHead: Sendable {
         guard GRPCMetadata.isValidASCIIValue(text) else { continue }
         fields.append((name, text))
       case .binary(let bytes):
-        fields.append((name, Base64.encode(bytes)))
+        fields.append((name, Base64.encode(bytes, padded: false)))
       }
     }
     return fields

@@ -4,7 +4,7 @@
 // (nghttp2 lowercases names it sends and resets streams whose peer sent
 // uppercase ones), values are decoded as UTF-8 with invalid bytes replaced.
 
-internal import GRPCProtocol
+internal import Primitives
 
 /// One HTTP/2 header field: a name and a value, pseudo-headers (`:status`, `:path`, …) included.
 ///
@@ -25,9 +25,9 @@ public struct HTTP2HeaderField: Sendable, Hashable {
 
 extension HTTP2HeaderField: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
   /// `name: value`, as in an HTTP/1 message; `name: <redacted>` for a field carrying credentials
-  /// (`authorization` and the others of `GRPCMetadata.isSensitive(_:)`), so header lists can be logged.
+  /// (`authorization` and the others of the package's list of credential headers), so header lists can be logged.
   public var description: String {
-    GRPCMetadata.isSensitive(name) ? "\(name): <redacted>" : "\(name): \(value)"
+    SensitiveHeaders.contains(name) ? "\(name): <redacted>" : "\(name): \(value)"
   }
 
   /// The same as ``description``.
@@ -35,7 +35,7 @@ extension HTTP2HeaderField: CustomStringConvertible, CustomDebugStringConvertibl
 
   /// The name, and the value unless it carries credentials (what `dump` shows).
   public var customMirror: Mirror {
-    Mirror(self, children: ["name": name, "value": GRPCMetadata.isSensitive(name) ? "<redacted>" : value])
+    Mirror(self, children: ["name": name, "value": SensitiveHeaders.contains(name) ? "<redacted>" : value])
   }
 }
 

@@ -7,6 +7,8 @@
 // (never `none`, never an HMAC keyed with an RSA public key); `validate` checks
 // `exp`, `nbf` and `iat` against a clock the caller passes in.
 
+import Primitives
+
 /// A parsed JSON Web Token signed with HS256 or RS256.
 ///
 /// ```swift
@@ -42,13 +44,13 @@ public struct JSONWebToken: Sendable, Hashable {
       let hint = parts.count == 5 ? " (encrypted JWE tokens are not supported)" : ""
       throw JWTError(.malformed, "the token has \(parts.count) dot-separated parts instead of 3\(hint)")
     }
-    guard let headerBytes = Base64URL.decode(parts[0]) else {
+    guard let headerBytes = Base64.decode(parts[0], alphabet: .urlSafe, strict: true) else {
       throw JWTError(.malformed, "the header is not unpadded base64url")
     }
-    guard let payloadBytes = Base64URL.decode(parts[1]) else {
+    guard let payloadBytes = Base64.decode(parts[1], alphabet: .urlSafe, strict: true) else {
       throw JWTError(.malformed, "the payload is not unpadded base64url")
     }
-    guard let signature = Base64URL.decode(parts[2]) else {
+    guard let signature = Base64.decode(parts[2], alphabet: .urlSafe, strict: true) else {
       throw JWTError(.malformed, "the signature is not unpadded base64url")
     }
     header = try JWTHeader(json: JSONReader.parseObject(headerBytes, context: "header"))
@@ -70,7 +72,7 @@ public struct JSONWebToken: Sendable, Hashable {
     let header = JWTHeader(algorithm: key.algorithm, type: "JWT", keyID: keyID)
     let headerJSON = try JSONWriter.serialize(header.json, context: "header")
     let payloadJSON = try JSONWriter.serialize(claims.json(), context: "claims")
-    let signingInput = Base64URL.encode(headerJSON) + "." + Base64URL.encode(payloadJSON)
+    let signingInput = Base64.encode(headerJSON, alphabet: .urlSafe, padded: false) + "." + Base64.encode(payloadJSON, alphabet: .urlSafe, padded: false)
     let message = Array(signingInput.utf8)
     let signature: [UInt8]
     switch key {
@@ -79,7 +81,7 @@ public struct JSONWebToken: Sendable, Hashable {
     case .rs256(let pem):
       signature = try Signatures.rsaSHA256Sign(privateKeyPEM: pem, message: message)
     }
-    return signingInput + "." + Base64URL.encode(signature)
+    return signingInput + "." + Base64.encode(signature, alphabet: .urlSafe, padded: false)
   }
 
   /// Checks the signature under `key`.

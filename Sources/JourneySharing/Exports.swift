@@ -6,6 +6,7 @@
 // transports re-export the core types their users need.
 
 @_exported public import FleetEngineMessages
+@_exported public import JourneySharingCore
 @_exported public import struct GRPCProtocol.GRPCError
 @_exported public import struct GRPCProtocol.GRPCMetadata
 @_exported public import struct GRPCProtocol.GRPCStatus

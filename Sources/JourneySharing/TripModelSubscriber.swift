@@ -145,24 +145,3 @@ extension TripModelSubscriber {
     else { return }
   }
 }
-
-/// What a trip model hands to its subscribers: the latest snapshot, the most recent
-/// error and the model state. Change bits say which of them (and which trip
-/// properties) are new since a subscriber's previous delivery.
-struct TripModelEvent: Sendable {
-  /// The trip as of this event (nil until the first fetch succeeded).
-  let snapshot: TripSnapshot?
-  /// The most recent failure, if any since following started.
-  let error: GRPCError?
-  /// Whether following is on.
-  let modelState: TripModelState
-
-  static let errorBit: UInt64 = 1 << 62
-  static let stateBit: UInt64 = 1 << 63
-
-  init(snapshot: TripSnapshot?, error: GRPCError?, modelState: TripModelState) {
-    self.snapshot = snapshot
-    self.error = error
-    self.modelState = modelState
-  }
-}

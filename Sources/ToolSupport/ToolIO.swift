@@ -50,10 +50,3 @@ package func readBytes(path: String) -> [UInt8]? {
 package func readText(path: String) -> String? {
   readBytes(path: path).map { String(decoding: $0, as: UTF8.self) }
 }
-
-/// The current Unix time in seconds.
-package func unixNow() -> Double {
-  var now = timespec()
-  clock_gettime(CLOCK_REALTIME, &now)
-  return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

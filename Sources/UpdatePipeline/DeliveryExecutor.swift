@@ -6,6 +6,7 @@
 // fence between announcing itself and re-checking the queue) makes sure no submission is missed.
 // When the ring is full, jobs go to a mutex-protected overflow list (cold path, counted).
 
+import Primitives
 import Synchronization
 
 #if canImport(Glibc)
@@ -139,13 +140,13 @@ private struct ParkingState {
 /// holds a reference until it exits, so the pool outlives the executor's last user until it has drained.
 ///
 /// `@unchecked Sendable`: the pthread mutex and condition variables live in raw memory (they must not move)
-/// and `parking` is plain state guarded by that mutex; everything else is atomic, a `LockedValue`, or
+/// and `parking` is plain state guarded by that mutex; everything else is atomic, a `Locked`, or
 /// immutable.
 final class DeliveryWorkerPool: @unchecked Sendable {
   let threadCount: Int
   private let name: String
   private let queue: BoundedJobQueue
-  private let overflow = LockedValue(OverflowList())
+  private let overflow = Locked(OverflowList())
   /// Jobs in the overflow list (changed under its mutex; read without it as a hint).
   private let overflowPending = Atomic<Int>(0)
   private let overflowTotal = Atomic<Int>(0)

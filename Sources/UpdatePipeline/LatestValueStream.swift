@@ -7,6 +7,7 @@
 // through a value. No locks on the way: while the consumer lags behind, a publish is just the mailbox's
 // compare-and-swap; only a publish that finds the consumer idle also swaps the slot and resumes it.
 
+import Primitives
 import Synchronization
 
 /// An `AsyncSequence` over a ``LatestValueMailbox`` for Swift-native consumers: each `next()` returns the
@@ -37,7 +38,7 @@ public final class LatestValueStream<Value: Sendable>: AsyncSequence, Sendable {
   @usableFromInline let finished = Atomic<Bool>(false)
   private let terminated = Atomic<Bool>(false)
   private let iteratorClaimed = Atomic<Bool>(false)
-  private let termination = LockedValue(TerminationState())
+  private let termination = Locked(TerminationState())
 
   private struct TerminationState {
     var handler: (@Sendable () -> Void)?

@@ -1,5 +1,6 @@
 // Sources/fleetsim/FleetSimCommand.swift - `fleetsim`: run the simulated Fleet Engine
 
+import Primitives
 import ArgumentParser
 import CLinuxSystem
 import FleetEngineMessages
@@ -207,7 +208,7 @@ struct FleetSimCommand: AsyncParsableCommand {
     simulation.provider = provider
     simulation.tripCount = trips
     simulation.seed = seed
-    simulation.startTime = startTime ?? unixNow()
+    simulation.startTime = startTime ?? unixTime()
     simulation.speedup = speedup
     let faults = FaultInjection(
       failureRate: failRate, failureCode: Self.statusCode(failCode) ?? .unavailable, streamResetRate: resetRate,
@@ -243,11 +244,11 @@ struct FleetSimCommand: AsyncParsableCommand {
       throw ToolFailure(.cannotListen, error.message)
     }
 
-    let started = unixNow()
+    let started = unixTime()
     var lastStats = started
     while !stopRequested.load(ordering: .relaxed) {
       try? await Task.sleep(for: .milliseconds(100))
-      let now = unixNow()
+      let now = unixTime()
       if let duration, now - started >= duration { break }
       if statsInterval > 0, now - lastStats >= statsInterval {
         lastStats = now

@@ -1,5 +1,6 @@
 // Sources/fleetsim/TokenCommand.swift - `fleetsim token`: a JWT a fleetsim with the same key accepts
 
+import Primitives
 import ArgumentParser
 import FleetEngineMessages
 import JSONWebToken
@@ -97,7 +98,7 @@ struct TokenCommand: AsyncParsableCommand {
       kid = account.privateKeyID
       subject = issuer ?? account.clientEmail
     }
-    let issuedAt = unixNow().rounded(.down)
+    let issuedAt = unixTime().rounded(.down)
     let claims = JWTClaims(
       issuer: subject, subject: subject, audience: [audience], expiresAt: issuedAt + lifetime.rounded(.down),
       issuedAt: issuedAt, authorization: ["tripid": .string(tripID)])

@@ -1,5 +1,6 @@
 // Sources/tripwatch/Demo.swift - `tripwatch demo`: follow trips on an embedded FleetSim
 
+import Primitives
 import ArgumentParser
 import CLinuxSystem
 import FleetEngineMessages
@@ -72,13 +73,13 @@ struct Demo: AsyncParsableCommand {
     for follower in followers { follower.follow() }
 
     let interactive = !plain && isatty(1) == 1
-    let started = unixNow()
+    let started = unixTime()
     var drawnLines = 0
     var lastPlain: [String] = []
     while true {
       try? await Task.sleep(for: .milliseconds(interactive ? 200 : 500))
       let rows = followers.map { $0.row }
-      let elapsed = unixNow() - started
+      let elapsed = unixTime() - started
       let finished = rows.allSatisfy(\.isFinal)
       if interactive {
         let lines = DemoView.screen(rows, elapsed: elapsed, maxRows: max(5, terminalRows() - 4))
@@ -162,7 +163,7 @@ final class DemoFollower: TripModelSubscriber {
 
   private static func refresh(_ state: inout State) {
     let trip = state.trip
-    let now = unixNow()
+    let now = unixTime()
     state.row.status = trip.tripStatus
     state.row.position = trip.lastLocation?.location
     state.row.remainingMeters = trip.remainingDistanceMeters.map { Int($0.value) }

@@ -1,5 +1,6 @@
 // Sources/tripwatch/Follow.swift - `tripwatch follow`: follow trips with the consumer API
 
+import Primitives
 import ArgumentParser
 import CLinuxSystem
 import FleetEngineMessages
@@ -104,7 +105,7 @@ struct Follow: AsyncParsableCommand {
     } catch {
       throw ToolFailure(.invalidInput, error.message)
     }
-    let started = unixNow()
+    let started = unixTime()
     let tracker = FollowTracker(names: names, output: output, started: started)
     let models = names.map { services.tripService.tripModel(forTripName: $0) }
     for model in models { model.register(tracker) }
@@ -113,7 +114,7 @@ struct Follow: AsyncParsableCommand {
     var timedOut = false
     while true {
       try? await Task.sleep(for: .milliseconds(100))
-      let now = unixNow()
+      let now = unixTime()
       for name in tracker.tripsToGiveUp(now: now, after: giveUpAfter) {
         services.tripService.tripModel(forTripName: name).unregisterSubscriber(tracker)
       }
@@ -268,7 +269,7 @@ final class FollowTracker: TripModelSubscriber {
   }
 
   func tripModel(_ tripModel: TripModel, didUpdate trip: Trip?, updatedPropertyFields: TripPropertyFields) {
-    let now = unixNow()
+    let now = unixTime()
     state.withLock { state in
       state.trips[tripModel.tripName]?.updates += 1
       state.trips[tripModel.tripName]?.lastSuccess = now

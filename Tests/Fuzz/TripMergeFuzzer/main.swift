@@ -11,27 +11,31 @@
 // polled trip would be (`replace(with:)`) instead of applying it. A record that does not
 // decode is skipped, as the follower drops a malformed update.
 //
-// Two states follow the same records: `alone`, whose snapshot nobody else holds (so
-// progress updates merge into its storage in place), and `held`, whose previous snapshot
-// a subscriber still holds (so every update derives a new one). After each step:
+// Every step goes through `TripPipeline`, the one per-update step the follower and the
+// benchmarks use (merge, derive, diff, offer to the subscribers' mailboxes). Two pipelines
+// follow the same records: `alone`, whose subscriber lets go of each snapshot at once (so
+// progress updates merge into its storage in place), and `held`, whose subscriber keeps the
+// last snapshot offered (so every update derives a new one). After each step:
 // - both hold the same values, floating point compared by bit pattern;
 // - the derived values equal those a fresh state derives from scratch from the merged trip;
 // - no waypoint of another trip is left;
 // - the reported changes are exactly the properties that differ from before
-//   (`expectedChanges`, computed here without the library's shortcuts);
+//   (`expectedChanges`, computed here without the library's shortcuts), and are what the
+//   subscriber was offered, with the new snapshot (nothing offered when nothing changed);
 // - a snapshot a subscriber holds never changes afterwards;
 // - the update's sequence and send time are recorded;
 // - applying an update (or installing a polled trip) twice changes nothing the second time
 //   (replace semantics).
 // Any violation traps, and libFuzzer saves the input.
 //
-// Built by scripts/build-fuzzer.sh with JourneySharing's pure merge files (TripState.swift,
-// TripSnapshot.swift, TripPropertyFields.swift) as a module of their own, and run by scripts/fuzz.sh.
+// Built by scripts/build-fuzzer.sh against the JourneySharingCore target (and the targets it
+// imports), and run by scripts/fuzz.sh.
 
 import FleetEngineMessages
+import GRPCProtocol
 import ProtoWire
 
-@testable import JourneySharing
+@testable import JourneySharingCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -39,8 +43,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   // Safe: libFuzzer keeps `data` alive for the duration of this call, and nothing here outlives it.
   let input = UnsafeRawBufferPointer(start: data, count: size)
   let tripID = input[0] & 1 == 0 ? "trip-1" : ""
-  var alone = TripState(tripID: tripID)
-  var held = TripState(tripID: tripID)
+  let aloneSubscriber = RecordingTarget(holdsSnapshots: false)
+  let heldSubscriber = RecordingTarget(holdsSnapshots: true)
+  var alone = TripPipeline(tripID: tripID)
+  var held = TripPipeline(tripID: tripID)
+  alone.add(aloneSubscriber)
+  held.add(heldSubscriber)
   var offset = 1
   var records = 0
   while offset + 3 <= size, records < 64 {
@@ -51,9 +59,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     records += 1
     guard let update = try? TripUpdate(serializedBuffer: body) else { continue }
     let step = op & 2 == 0 ? Step.apply(update) : Step.poll(update.trip ?? Trip())
-    perform(step, alone: &alone, held: &held, tripID: tripID)
+    perform(step, alone: &alone, held: &held, subscribers: (aloneSubscriber, heldSubscriber), tripID: tripID)
     if op & 1 != 0 {
-      perform(step, alone: &alone, held: &held, tripID: tripID, again: true)
+      perform(
+        step, alone: &alone, held: &held, subscribers: (aloneSubscriber, heldSubscriber), tripID: tripID, again: true)
     }
   }
   return 0
@@ -65,31 +74,77 @@ func require(_ condition: Bool, _ message: @autoclosure () -> String) {
 }
 
 enum Step {
-  /// A streaming update, as `TripFollower.streamMessage` applies it.
+  /// A streaming update, as the follower applies it.
   case apply(TripUpdate)
-  /// A polled trip, as `TripFollower.pollFinished` installs it.
+  /// A polled trip, as the follower installs it.
   case poll(Trip)
 }
 
-/// Performs `step` on both states and checks them; `again`: the same step was just performed.
-func perform(_ step: Step, alone: inout TripState, held: inout TripState, tripID: String, again: Bool = false) {
+/// A subscriber's mailbox, as the pipeline sees it: records what it is offered; with `holdsSnapshots` it
+/// keeps the last event (and its snapshot), as a subscriber that has not let go of it yet.
+/// `@unchecked Sendable`: used on the fuzzer's one thread.
+final class RecordingTarget: Deliverable, @unchecked Sendable {
+  let holdsSnapshots: Bool
+  var offers = 0
+  var lastChanges: UInt64 = 0
+  var lastSnapshot: ObjectIdentifier?
+  var heldEvent: TripModelEvent?
+
+  init(holdsSnapshots: Bool) { self.holdsSnapshots = holdsSnapshots }
+
+  func offer(_ event: TripModelEvent, changes: UInt64) -> Bool {
+    offers += 1
+    lastChanges = changes
+    lastSnapshot = event.snapshot.map { ObjectIdentifier($0) }
+    if holdsSnapshots { heldEvent = event }
+    return false
+  }
+
+  func reclaimPending() -> Bool { false }
+}
+
+/// Runs `step` through `pipeline`; returns the changes it reported (nothing is refused: no limits).
+func run(_ step: Step, through pipeline: inout TripPipeline) -> TripPropertyFields {
+  let event = { (snapshot: TripSnapshot?) in TripModelEvent(snapshot: snapshot, error: nil, modelState: .active) }
+  let outcome =
+    switch step {
+    case .apply(let update): pipeline.apply(update, within: nil, event: event)
+    case .poll(let trip): pipeline.replace(with: trip, within: nil, event: event)
+    }
+  guard case .applied(let changes, _) = outcome else { fatalError("a step was refused with no limits") }
+  return changes
+}
+
+/// Performs `step` on both pipelines and checks them; `again`: the same step was just performed.
+func perform(
+  _ step: Step, alone: inout TripPipeline, held: inout TripPipeline,
+  subscribers: (alone: RecordingTarget, held: RecordingTarget), tripID: String, again: Bool = false
+) {
   // What each state held before: the values copied (which keeps no reference to the snapshot
   // object, so `alone` can still merge in place), and the snapshot a subscriber holds for `held`.
   let aloneBefore = alone.snapshot?.values
   let heldSnapshot = held.snapshot
   let heldBefore = heldSnapshot?.values
 
-  let aloneChanges: TripPropertyFields
-  let heldChanges: TripPropertyFields
   var inPlaceFields: UInt64?
-  switch step {
-  case .apply(let update):
+  if case .apply(let update) = step {
     inPlaceFields = aloneBefore == nil || update.fullTrip ? nil : progressMask(update.updatedFields)
-    aloneChanges = alone.apply(update)
-    heldChanges = held.apply(update)
-  case .poll(let trip):
-    aloneChanges = alone.replace(with: trip)
-    heldChanges = held.replace(with: trip)
+  }
+  let offersBefore = (subscribers.alone.offers, subscribers.held.offers)
+  let aloneChanges = run(step, through: &alone)
+  let heldChanges = run(step, through: &held)
+  // What changed was offered, with the new snapshot; nothing was when nothing changed.
+  for (subscriber, changes, before, pipeline) in [
+    (subscribers.alone, aloneChanges, offersBefore.0, alone), (subscribers.held, heldChanges, offersBefore.1, held),
+  ] {
+    if changes.isEmpty {
+      require(subscriber.offers == before, "an offer when nothing changed")
+    } else {
+      require(subscriber.offers == before + 1, "\(subscriber.offers - before) offers for one change")
+      require(subscriber.lastChanges == changes.rawValue, "offered \(subscriber.lastChanges), reported \(changes)")
+      require(
+        subscriber.lastSnapshot == pipeline.snapshot.map { ObjectIdentifier($0) }, "offered another snapshot")
+    }
   }
   guard let aloneAfter = alone.snapshot?.values, let heldAfter = held.snapshot?.values else {
     fatalError("no snapshot after an update")
@@ -100,7 +155,7 @@ func perform(_ step: Step, alone: inout TripState, held: inout TripState, tripID
   }
 
   checkSame(aloneAfter, heldAfter, "merged in place vs derived anew", includingUpdate: true)
-  var fresh = TripState(tripID: tripID)
+  var fresh = TripState(tripID: tripID)  // the state alone, derived from scratch
   _ = fresh.replace(with: aloneAfter.trip)
   checkSame(aloneAfter, fresh.snapshot!.values, "merged vs derived from scratch", includingUpdate: false)
   checkFiltered(aloneAfter.trip, tripID: tripID)

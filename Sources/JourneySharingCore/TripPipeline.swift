@@ -1,4 +1,4 @@
-// Sources/JourneySharing/Pipeline/TripPipeline.swift - the one per-update step: merge, derive, diff, offer
+// Sources/JourneySharingCore/TripPipeline.swift - the one per-update step: merge, derive, diff, offer
 //
 // Every update of a followed trip goes through here, whoever produced it: the follower (a streamed
 // TripUpdate, a polled Trip), the benchmark harness and the trip-merge fuzzer. It takes back events still
@@ -8,10 +8,10 @@
 // Single writer: one pipeline is driven from one thread at a time (its trip's scheduler).
 
 import FleetEngineMessages
-import GRPCProtocol
+package import GRPCProtocol
 
 /// What a pipeline hands events to: subscriber jobs and update streams.
-protocol Deliverable: AnyObject, Sendable {
+package protocol Deliverable: AnyObject, Sendable {
   /// Hands `event` over; returns whether a delivery job was queued (that needs a wake, see
   /// ``ServicesCore/requestDeliveryWake()``).
   @discardableResult
@@ -22,13 +22,13 @@ protocol Deliverable: AnyObject, Sendable {
 }
 
 /// One trip's state and its subscribers' mailboxes, and the step every update takes between them.
-struct TripPipeline {
-  private(set) var state: TripState
+package struct TripPipeline {
+  package private(set) var state: TripState
   /// The subscribers and update streams, in registration order.
-  private(set) var targets: [any Deliverable] = []
+  package private(set) var targets: [any Deliverable] = []
 
   /// The outcome of one update.
-  enum Outcome {
+  package enum Outcome {
     /// Applied: `changes` is what subscribers were told changed (empty: nothing did); `queued` says whether a
     /// delivery job was queued, which needs a wake.
     case applied(changes: TripPropertyFields, queued: Bool)
@@ -37,27 +37,27 @@ struct TripPipeline {
     case refused(TripLimitViolation, owed: Bool)
   }
 
-  init(tripID: String) {
+  package init(tripID: String) {
     state = TripState(tripID: tripID)
   }
 
-  var snapshot: TripSnapshot? { state.snapshot }
+  package var snapshot: TripSnapshot? { state.snapshot }
 
   // MARK: Targets
 
-  mutating func add(_ target: any Deliverable) {
+  package mutating func add(_ target: any Deliverable) {
     targets.append(target)
   }
 
   /// Removes `target`; returns whether it was there.
   @discardableResult
-  mutating func remove(_ target: any Deliverable) -> Bool {
+  package mutating func remove(_ target: any Deliverable) -> Bool {
     guard let index = targets.firstIndex(where: { $0 === target }) else { return false }
     targets.remove(at: index)
     return true
   }
 
-  mutating func removeAllTargets() {
+  package mutating func removeAllTargets() {
     targets.removeAll()
   }
 
@@ -65,7 +65,7 @@ struct TripPipeline {
 
   /// Merges a streamed update (unless the trip it makes is above `limits`), derives, diffs and offers the
   /// result; `event` makes the event to offer from the new snapshot.
-  mutating func apply(
+  package mutating func apply(
     _ update: TripUpdate, within limits: TripLimits?, event: (TripSnapshot?) -> TripModelEvent
   ) -> Outcome {
     let reclaimed = reclaimPending()
@@ -79,7 +79,7 @@ struct TripPipeline {
 
   /// Replaces the trip with a polled one (already merged with what was held, see
   /// `Trip.merged(intoHeld:request:)`), unless it is above `limits`; derives, diffs and offers.
-  mutating func replace(
+  package mutating func replace(
     with trip: Trip, within limits: TripLimits?, event: (TripSnapshot?) -> TripModelEvent
   ) -> Outcome {
     if let limits, let violation = limits.violation(in: trip) { return .refused(violation, owed: false) }
@@ -90,7 +90,7 @@ struct TripPipeline {
 
   /// Offers `event` with `changes` (not the trip's properties: error and state bits) to every target;
   /// returns whether a delivery was queued.
-  func publish(_ event: TripModelEvent, changes: UInt64) -> Bool {
+  package func publish(_ event: TripModelEvent, changes: UInt64) -> Bool {
     var queued = false
     for target in targets where target.offer(event, changes: changes) { queued = true }
     return queued

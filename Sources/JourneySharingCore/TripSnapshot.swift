@@ -1,4 +1,4 @@
-// Sources/JourneySharing/TripSnapshot.swift - a trip as a subscriber sees it, with what the SDK derives
+// Sources/JourneySharingCore/TripSnapshot.swift - a trip as a subscriber sees it, with what the SDK derives
 
 public import FleetEngineMessages
 
@@ -14,21 +14,21 @@ public import FleetEngineMessages
 /// of allocations.
 public final class TripSnapshot: @unchecked Sendable {
   /// The stored state: the trip and everything derived from it.
-  struct Values {
-    var trip: Trip
-    var pickupLocation: TerminalLocation?
-    var dropoffLocation: TerminalLocation?
-    var activeRoute: [LatLng] = []
-    var activeRouteTraffic: ConsumableTrafficPolyline?
-    var activeRouteRemainingDistance: Int32?
-    var remainingRoute: [LatLng] = []
-    var remainingRouteTraffic: ConsumableTrafficPolyline?
-    var remainingRouteDistance: Int32?
-    var etaToNextWaypoint: Double?
-    var pickupETA: Double?
-    var dropoffETA: Double?
-    var updateSendTime: Double?
-    var updateSequence: UInt64 = 0
+  package struct Values {
+    package var trip: Trip
+    package var pickupLocation: TerminalLocation?
+    package var dropoffLocation: TerminalLocation?
+    package var activeRoute: [LatLng] = []
+    package var activeRouteTraffic: ConsumableTrafficPolyline?
+    package var activeRouteRemainingDistance: Int32?
+    package var remainingRoute: [LatLng] = []
+    package var remainingRouteTraffic: ConsumableTrafficPolyline?
+    package var remainingRouteDistance: Int32?
+    package var etaToNextWaypoint: Double?
+    package var pickupETA: Double?
+    package var dropoffETA: Double?
+    package var updateSendTime: Double?
+    package var updateSequence: UInt64 = 0
   }
 
   // Written only while the library holds the sole reference (see the type's documentation).
@@ -81,12 +81,12 @@ public final class TripSnapshot: @unchecked Sendable {
     self.init(values: Values(trip: trip, tripID: tripID, previous: nil))
   }
 
-  init(values: Values) {
+  package init(values: Values) {
     self.values = values
   }
 
   /// Replaces the state; only while the caller holds the sole reference.
-  func replace(with values: Values) {
+  package func replace(with values: Values) {
     self.values = values
   }
 
@@ -94,13 +94,13 @@ public final class TripSnapshot: @unchecked Sendable {
   /// remaining_distance_meters (12), eta_to_first_waypoint (13), number_of_passengers (10),
   /// last_location_snappable (26) and remaining_time_to_first_waypoint (27): the fields of a
   /// vehicle's progress, which leave the routes, waypoints and stops alone.
-  static let progressFields: UInt64 = 1 << 10 | 1 << 11 | 1 << 12 | 1 << 13 | 1 << 26 | 1 << 27
+  package static let progressFields: UInt64 = 1 << 10 | 1 << 11 | 1 << 12 | 1 << 13 | 1 << 26 | 1 << 27
 
   /// Merges a partial update that names only ``progressFields`` into this snapshot's own storage
   /// (only while the caller holds the sole reference); returns what changed, or nil (nothing done)
   /// when the update names other fields. No copy of the trip, no allocation: what the update names
   /// is compared and assigned field by field, and the derived values those fields feed are recomputed.
-  func mergeInPlace(_ update: TripUpdate) -> TripPropertyFields? {
+  package func mergeInPlace(_ update: TripUpdate) -> TripPropertyFields? {
     var mask: UInt64 = 0
     for number in update.updatedFields {
       guard number > 0, number < 64, Self.progressFields & (1 << UInt64(number)) != 0 else { return nil }
@@ -120,7 +120,7 @@ public final class TripSnapshot: @unchecked Sendable {
       let active = meters?.value
       if values.activeRouteRemainingDistance != active { changes.insert(.remainingDistanceOfActiveRouteInMeters) }
       values.activeRouteRemainingDistance = active
-      let remaining = JourneySharing.remainingRouteDistance(of: values.trip.remainingWaypoints, active: active)
+      let remaining = JourneySharingCore.remainingRouteDistance(of: values.trip.remainingWaypoints, active: active)
       if values.remainingRouteDistance != remaining { changes.insert(.distanceOfRemainingRouteInMeters) }
       values.remainingRouteDistance = remaining
     }
@@ -142,7 +142,7 @@ public final class TripSnapshot: @unchecked Sendable {
   }
 
   /// Records which streaming update the snapshot reflects (only while the caller holds the sole reference).
-  func setUpdate(sendTime: Double?, sequence: UInt64) {
+  package func setUpdate(sendTime: Double?, sequence: UInt64) {
     values.updateSendTime = sendTime
     values.updateSequence = sequence
   }
@@ -154,7 +154,7 @@ public final class TripSnapshot: @unchecked Sendable {
   }
 
   /// The properties that have a value, for the first delivery.
-  var presentProperties: TripPropertyFields {
+  package var presentProperties: TripPropertyFields {
     var fields: TripPropertyFields = [.tripName, .tripStatus]
     if !trip.vehicleId.isEmpty { fields.insert(.vehicleID) }
     if trip.tripType.rawValue != 0 { fields.insert(.tripType) }
@@ -183,7 +183,7 @@ public final class TripSnapshot: @unchecked Sendable {
 extension TripSnapshot.Values {
   /// Derives the values from a merged trip. Parts whose inputs are the same storage as
   /// `previous`'s (the fields an update did not touch) are taken from it instead of derived again.
-  init(trip rawTrip: Trip, tripID: String, previous: TripSnapshot.Values?) {
+  package init(trip rawTrip: Trip, tripID: String, previous: TripSnapshot.Values?) {
     var trip = rawTrip
     let waypointsUnchanged = previous.map { sameStorage($0.trip.remainingWaypoints, trip.remainingWaypoints) } ?? false
     // A shared trip's remaining waypoints may include other riders' stops: not ours to show.
@@ -250,7 +250,7 @@ extension TripSnapshot.Values {
         remainingRouteTraffic = traffic
       }
     }
-    remainingRouteDistance = JourneySharing.remainingRouteDistance(
+    remainingRouteDistance = JourneySharingCore.remainingRouteDistance(
       of: trip.remainingWaypoints, active: activeRouteRemainingDistance)
     pickupETA = pickup ?? (trip.tripStatus.isBeforePickup ? trip.pickupTime?.unixTime : nil)
     dropoffETA = dropoff ?? trip.dropoffTime?.unixTime
@@ -258,7 +258,7 @@ extension TripSnapshot.Values {
 
   /// What differs between `old` and these values. Arrays that share storage are equal without
   /// looking at their elements (an update leaves the fields it does not name untouched).
-  func changedProperties(from old: TripSnapshot.Values) -> TripPropertyFields {
+  package func changedProperties(from old: TripSnapshot.Values) -> TripPropertyFields {
     var fields: TripPropertyFields = []
     let a = old.trip
     let b = trip
@@ -294,7 +294,7 @@ extension TripSnapshot.Values {
 
 /// Meters from the vehicle to the last waypoint: the distance to the next one plus the later legs'
 /// (nil when a leg's distance is unknown), or just the first when there is one waypoint.
-func remainingRouteDistance(of waypoints: [TripWaypoint], active: Int32?) -> Int32? {
+package func remainingRouteDistance(of waypoints: [TripWaypoint], active: Int32?) -> Int32? {
   guard waypoints.count > 1 else { return active }
   var distance = active
   for waypoint in waypoints.dropFirst() {
@@ -305,14 +305,14 @@ func remainingRouteDistance(of waypoints: [TripWaypoint], active: Int32?) -> Int
 
 /// `a + b`, held at Int32's bounds instead of trapping: the distances come from the network.
 @inline(__always)
-func saturatingSum(_ a: Int32, _ b: Int32) -> Int32 {
+package func saturatingSum(_ a: Int32, _ b: Int32) -> Int32 {
   let (sum, overflow) = a.addingReportingOverflow(b)
   return overflow ? (b > 0 ? .max : .min) : sum
 }
 
 /// Whether two arrays are the same storage (a copy nobody changed): equal without comparing elements.
 @inline(__always)
-func sameStorage<Element>(_ a: [Element], _ b: [Element]) -> Bool {
+package func sameStorage<Element>(_ a: [Element], _ b: [Element]) -> Bool {
   a.withUnsafeBufferPointer { x in
     b.withUnsafeBufferPointer { y in x.count == y.count && x.baseAddress == y.baseAddress }
   }
@@ -320,13 +320,13 @@ func sameStorage<Element>(_ a: [Element], _ b: [Element]) -> Bool {
 
 /// Element-wise equality (floats by bit pattern), short-cut when both share storage.
 @inline(__always)
-func sameElements<Element: BitwiseComparable>(_ a: [Element], _ b: [Element]) -> Bool {
+package func sameElements<Element: BitwiseComparable>(_ a: [Element], _ b: [Element]) -> Bool {
   sameStorage(a, b) || bitwiseEqual(a, b)
 }
 
 /// Traffic equality, short-cut when both share their intervals' storage.
 @inline(__always)
-func sameTraffic(_ a: ConsumableTrafficPolyline?, _ b: ConsumableTrafficPolyline?) -> Bool {
+package func sameTraffic(_ a: ConsumableTrafficPolyline?, _ b: ConsumableTrafficPolyline?) -> Bool {
   if let a, let b, sameStorage(a.speedReadingInterval, b.speedReadingInterval), a.unknownFields == b.unknownFields {
     return a.encodedPathToWaypoint == b.encodedPathToWaypoint
   }
@@ -336,11 +336,11 @@ func sameTraffic(_ a: ConsumableTrafficPolyline?, _ b: ConsumableTrafficPolyline
 // Floating point compared by bit pattern (as Trip.changedFields does), so a NaN does not
 // count as a change on every update.
 @inline(__always)
-func sameBits(_ a: Double?, _ b: Double?) -> Bool {
+package func sameBits(_ a: Double?, _ b: Double?) -> Bool {
   a?.bitPattern == b?.bitPattern
 }
 
 extension TripStatus {
   /// NEW or ENROUTE_TO_PICKUP: the pickup is still ahead.
-  var isBeforePickup: Bool { self == .new || self == .enrouteToPickup }
+  package var isBeforePickup: Bool { self == .new || self == .enrouteToPickup }
 }

@@ -1,4 +1,4 @@
-// Sources/JourneySharing/TripState.swift - one followed trip's state: merge an update, derive, diff
+// Sources/JourneySharingCore/TripState.swift - one followed trip's state: merge an update, derive, diff
 //
 // Pure value code with no I/O and no transport: TripFollower owns one per trip on
 // its event loop, the pipeline benchmarks drive many, and the trip-merge fuzzer
@@ -10,26 +10,26 @@ import FleetEngineMessages
 /// One followed trip's merged state: the current snapshot, and how an update or a polled
 /// trip becomes the next one (merge, derive, diff). Its snapshot's storage is reused when
 /// nothing else holds it any more, so a steady stream of updates allocates nothing here.
-struct TripState {
-  let tripID: String
-  private(set) var snapshot: TripSnapshot?
+package struct TripState {
+  package let tripID: String
+  package private(set) var snapshot: TripSnapshot?
 
-  init(tripID: String) {
+  package init(tripID: String) {
     self.tripID = tripID
   }
 
   /// The merged trip (empty before the first fetch).
-  var trip: Trip { snapshot?.trip ?? Trip() }
+  package var trip: Trip { snapshot?.trip ?? Trip() }
 
   /// Merges a streaming update; returns what changed for subscribers.
-  mutating func apply(_ update: TripUpdate) -> TripPropertyFields {
+  package mutating func apply(_ update: TripUpdate) -> TripPropertyFields {
     (try? apply(update, within: nil).get()) ?? []
   }
 
   /// Merges a streaming update unless the trip it makes is above `limits`; returns what changed for
   /// subscribers, or why the trip was refused (then the state is unchanged). Updates that only carry
   /// the vehicle's progress concern no limit and are not checked.
-  mutating func apply(
+  package mutating func apply(
     _ update: TripUpdate, within limits: TripLimits?
   ) -> Result<TripPropertyFields, TripLimitViolation> {
     // The common case, a vehicle's progress, merges into the snapshot's own storage when nobody
@@ -49,7 +49,7 @@ struct TripState {
   }
 
   /// Replaces the trip with a polled one (already merged with what was held); returns what changed.
-  mutating func replace(with trip: Trip) -> TripPropertyFields {
+  package mutating func replace(with trip: Trip) -> TripPropertyFields {
     install(trip, sendTime: nil, sequence: 0)
   }
 

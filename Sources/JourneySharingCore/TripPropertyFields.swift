@@ -1,4 +1,4 @@
-// Sources/JourneySharing/TripPropertyFields.swift - which parts of a trip changed
+// Sources/JourneySharingCore/TripPropertyFields.swift - which parts of a trip changed
 
 /// The set of trip properties an update changed, passed with
 /// ``TripModelSubscriber/tripModel(_:didUpdate:updatedPropertyFields:)``.
@@ -59,7 +59,7 @@ public struct TripPropertyFields: OptionSet, Sendable, Hashable, CustomStringCon
   /// Every property.
   public static let all = TripPropertyFields(rawValue: (1 << 22) - 1)
 
-  static let names: [(TripPropertyFields, String)] = [
+  package static let names: [(TripPropertyFields, String)] = [
     (.tripName, "tripName"), (.vehicleID, "vehicleID"), (.tripType, "tripType"), (.tripStatus, "tripStatus"),
     (.pickupLocation, "pickupLocation"), (.pickupTime, "pickupTime"), (.dropoffLocation, "dropoffLocation"),
     (.dropoffTime, "dropoffTime"), (.routeLastVehicleLocation, "routeLastVehicleLocation"),

@@ -1,4 +1,4 @@
-// Sources/JourneySharing/TripLimits.swift - how much route and how many stops a server's trip may hold
+// Sources/JourneySharingCore/TripLimits.swift - how much route and how many stops a server's trip may hold
 //
 // The gRPC message size limit (4 MiB by default) bounds what is decoded, but not what it
 // becomes: an encoded polyline spends about 2 bytes per point and decodes to 16, and every
@@ -8,7 +8,7 @@
 // state; a trip above them is rejected whole and the state held stays as it was.
 
 import FleetEngineMessages
-import GRPCProtocol
+package import GRPCProtocol
 import ProtoWire
 
 /// Bounds on the trips a server may send, checked while a trip is decoded and before it enters
@@ -47,13 +47,13 @@ public struct TripLimits: Sendable, Hashable {
 
   /// The options that apply these limits while a `Trip` or `TripUpdate` is decoded: listed route points
   /// and each list of stops, and any other repeated field at the larger of the two limits.
-  var decodingOptions: WireDecodingOptions {
+  package var decodingOptions: WireDecodingOptions {
     .trip(maxRoutePoints: maxRoutePoints, maxStops: maxWaypoints)
   }
 
   /// The violation a decode with ``decodingOptions`` stopped at, or `nil` when `error` is not one of
   /// its limits (the input is malformed).
-  func violation(decoding error: WireDecodingError) -> TripLimitViolation? {
+  package func violation(decoding error: WireDecodingError) -> TripLimitViolation? {
     guard case .elementLimitExceeded(let field, let limit, let budget) = error.kind else { return nil }
     let message: String
     switch budget {
@@ -78,7 +78,7 @@ public struct TripLimits: Sendable, Hashable {
 
   /// The error subscribers get when decoding a server's `what` (`Trip`, `TripUpdate`) failed: RESOURCE_EXHAUSTED
   /// when a decode limit stopped it, INTERNAL when the bytes are malformed.
-  func decodeError(_ error: WireDecodingError, what: String) -> GRPCError {
+  package func decodeError(_ error: WireDecodingError, what: String) -> GRPCError {
     if let violation = violation(decoding: error) {
       return GRPCError(code: .resourceExhausted, message: violation.message, cause: error)
     }
@@ -86,7 +86,7 @@ public struct TripLimits: Sendable, Hashable {
   }
 
   /// Why `trip` exceeds these limits, or `nil` when it does not.
-  func violation(in trip: Trip) -> TripLimitViolation? {
+  package func violation(in trip: Trip) -> TripLimitViolation? {
     for (name, count) in [
       ("remaining_waypoints", trip.remainingWaypoints.count), ("vehicle_waypoints", trip.vehicleWaypoints.count),
       ("intermediate_destinations", trip.intermediateDestinations.count),
@@ -106,7 +106,7 @@ public struct TripLimits: Sendable, Hashable {
 
   /// Whether `update` names only progress fields (location, distance, ETA, passengers), which cannot
   /// change what is limited: the common update then costs a pass over its field mask and no count.
-  static func cannotConcern(_ update: TripUpdate) -> Bool {
+  package static func cannotConcern(_ update: TripUpdate) -> Bool {
     !update.fullTrip
       && update.updatedFields.allSatisfy { number in
         number > 0 && number < 64 && TripSnapshot.progressFields & (1 << UInt64(number)) != 0
@@ -115,7 +115,7 @@ public struct TripLimits: Sendable, Hashable {
 
   /// The route points of `trip` as ``maxRoutePoints`` counts them; once the count passes `limit`
   /// the rest is not looked at (the count returned is then a lower bound, still above `limit`).
-  static func routePoints(in trip: Trip, stoppingAbove limit: Int) -> Int {
+  package static func routePoints(in trip: Trip, stoppingAbove limit: Int) -> Int {
     var total = 0
     // Sums that cannot overflow: each term is bounded by the message size, and counting stops past the limit.
     func add(_ count: Int) -> Bool {
@@ -143,7 +143,7 @@ public struct TripLimits: Sendable, Hashable {
 }
 
 /// Why a server's trip was refused by ``TripLimits``.
-struct TripLimitViolation: Error {
+package struct TripLimitViolation: Error {
   /// Names the limit and the count found.
-  var message: String
+  package var message: String
 }
