@@ -2,7 +2,6 @@
 
 import Primitives
 public import FleetEngineMessages
-import HTTP2Transport
 import Synchronization
 
 /// The state a journey-sharing map would show for one trip, kept up to date from

@@ -3,7 +3,6 @@
 import Primitives
 public import FleetEngineMessages
 public import GRPCProtocol
-import HTTP2Transport
 import Synchronization
 import UpdatePipeline
 

@@ -54,6 +54,11 @@ struct Follow: AsyncParsableCommand {
   @Option(name: .customLong("give-up-after"), help: "Give a trip up after this many seconds without success.")
   var giveUpAfter = 60.0
 
+  @Option(
+    name: .customLong("max-requests-per-second"),
+    help: "The most GetTrip requests per second over every polled trip (Fleet Engine's quota); 0: no cap.")
+  var maxRequestsPerSecond = 100.0
+
   @Flag(help: "One JSON object per line.")
   var json = false
 
@@ -67,6 +72,7 @@ struct Follow: AsyncParsableCommand {
     guard pollInterval > 0 else { throw ValidationError("--poll-interval must be > 0") }
     if let duration, !(duration > 0) { throw ValidationError("--duration must be > 0") }
     guard giveUpAfter > 0 else { throw ValidationError("--give-up-after must be > 0") }
+    guard maxRequestsPerSecond >= 0 else { throw ValidationError("--max-requests-per-second must be ≥ 0") }
     guard summaryInterval > 0 else { throw ValidationError("--summary-interval must be > 0") }
     guard tripNames.filter({ $0 == "-" }).count + (tripsFile == "-" ? 1 : 0) <= 1 else {
       throw ValidationError("standard input can be read once: give - or --trips-file - once")
@@ -98,6 +104,7 @@ struct Follow: AsyncParsableCommand {
     var configuration = try server.configuration(providerID: provider ?? "")
     configuration.fetchMode = mode
     configuration.pollInterval = .nanoseconds(Int64(pollInterval * 1e9))
+    configuration.maxRequestsPerSecond = maxRequestsPerSecond > 0 ? maxRequestsPerSecond : nil
     configuration.deliveryThreads = 2
     let services: JourneySharingServices
     do {
