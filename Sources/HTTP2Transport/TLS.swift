@@ -295,7 +295,9 @@ package final class TLSEngine {
         guard length == 2, let protocolName, protocolName[0] == UInt8(ascii: "h"), protocolName[1] == UInt8(ascii: "2")
         else {
           // Safe: OpenSSL points at `length` bytes of the selected protocol (or nil when none was).
-          let selected = protocolName.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
+          let selected = protocolName.map {
+            String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self)
+          }
           return .failed(.alpnNotNegotiated(selected: length == 0 ? nil : selected))
         }
       }

@@ -489,7 +489,8 @@ struct ClosureTests {
     var call = GRPCClientCall(kind: .unary)
     let action = call.streamClosed(http2ErrorCode: errorCode)
     let name = GRPCStatusMapping.name(ofHTTP2ErrorCode: errorCode)
-    let status = GRPCStatus(code: code, message: "stream closed with HTTP/2 error \(name) (0x\(String(errorCode, radix: 16)))")
+    let status = GRPCStatus(
+      code: code, message: "stream closed with HTTP/2 error \(name) (0x\(String(errorCode, radix: 16)))")
     #expect(action == (errorCode == 0x7 ? .retryOrFinish(status) : .finish(status)))
     #expect(action.finalStatus == status)
     #expect(action.retries == (errorCode == 0x7))

@@ -114,10 +114,11 @@ struct StatusAndErrorTests {
   @Test("a status's cause travels into GRPCError and back; equality and hashing ignore it")
   func causeCarried() {
     struct Refused: Error, Equatable { var port: Int }
-    let status = GRPCStatus(code: .unavailable, message: "connect to 127.0.0.1:1: Connection refused", cause: Refused(port: 1))
+    let message = "connect to 127.0.0.1:1: Connection refused"
+    let status = GRPCStatus(code: .unavailable, message: message, cause: Refused(port: 1))
     #expect(status.cause as? Refused == Refused(port: 1))
-    #expect(status == GRPCStatus(code: .unavailable, message: "connect to 127.0.0.1:1: Connection refused"))
-    #expect(status.hashValue == GRPCStatus(code: .unavailable, message: "connect to 127.0.0.1:1: Connection refused").hashValue)
+    #expect(status == GRPCStatus(code: .unavailable, message: message))
+    #expect(status.hashValue == GRPCStatus(code: .unavailable, message: message).hashValue)
     #expect(status.description == "UNAVAILABLE (14): connect to 127.0.0.1:1: Connection refused")
 
     let error = GRPCError(status: status)

@@ -14,32 +14,54 @@ import Testing
 @Suite("Connection errors: messages and classification")
 struct ConnectionErrorDescriptionTests {
   static let descriptions: [(ConnectionError, String)] = [
-    (.resolutionFailed(host: "fleet.example", reason: "Name or service not known"),
-     "resolving fleet.example: Name or service not known"),
+    (
+      .resolutionFailed(host: "fleet.example", reason: "Name or service not known"),
+      "resolving fleet.example: Name or service not known"
+    ),
     (.connectionRefused(address: "127.0.0.1:1"), "connect to 127.0.0.1:1: Connection refused"),
     (.unreachable(address: "[::1]:443", errno: EHOSTUNREACH), "connect to [::1]:443: No route to host"),
     (.connectTimedOut(address: "127.0.0.1:50051"), "connect to 127.0.0.1:50051 timed out"),
-    (.tlsHandshakeFailed(reason: "error:0A000126:SSL routines::unexpected eof while reading"),
-     "TLS handshake failed: error:0A000126:SSL routines::unexpected eof while reading"),
+    (
+      .tlsHandshakeFailed(reason: "error:0A000126:SSL routines::unexpected eof while reading"),
+      "TLS handshake failed: error:0A000126:SSL routines::unexpected eof while reading"
+    ),
     (.tlsHandshakeFailed(reason: ""), "TLS handshake failed"),
-    (.serverNotTLS(reason: "error:0A00010B:SSL routines::wrong version number"),
-     "TLS handshake failed: the server did not answer with TLS (is it a cleartext h2c server?): "
-       + "error:0A00010B:SSL routines::wrong version number"),
-    (.certificateVerificationFailed(reason: "self-signed certificate"),
-     "TLS certificate verification failed: self-signed certificate"),
+    (
+      .serverNotTLS(reason: "error:0A00010B:SSL routines::wrong version number"),
+      "TLS handshake failed: the server did not answer with TLS (is it a cleartext h2c server?): "
+        + "error:0A00010B:SSL routines::wrong version number"
+    ),
+    (
+      .certificateVerificationFailed(reason: "self-signed certificate"),
+      "TLS certificate verification failed: self-signed certificate"
+    ),
     (.alpnNotNegotiated(selected: nil), "the server did not agree on ALPN protocol h2"),
-    (.alpnNotNegotiated(selected: "http/1.1"), "the server did not agree on ALPN protocol h2 (it selected \"http/1.1\")"),
-    (.tlsFailed(operation: "read", reason: "error:0A000119:SSL routines::decryption failed or bad record mac"),
-     "TLS read failed: error:0A000119:SSL routines::decryption failed or bad record mac"),
-    (.protocolError(HTTP2SessionError(code: HTTP2SessionError.Codes.frameSizeError, message: "connection error FRAME_SIZE_ERROR")),
-     "HTTP/2 protocol error from the server: connection error FRAME_SIZE_ERROR"),
-    (.goAway(errorCode: .enhanceYourCalm, debugData: Array("too_many_pings".utf8)),
-     "the server sent GOAWAY ENHANCE_YOUR_CALM \"too_many_pings\" and closed the connection"),
+    (
+      .alpnNotNegotiated(selected: "http/1.1"),
+      "the server did not agree on ALPN protocol h2 (it selected \"http/1.1\")"
+    ),
+    (
+      .tlsFailed(operation: "read", reason: "error:0A000119:SSL routines::decryption failed or bad record mac"),
+      "TLS read failed: error:0A000119:SSL routines::decryption failed or bad record mac"
+    ),
+    (
+      .protocolError(
+        HTTP2SessionError(code: HTTP2SessionError.Codes.frameSizeError, message: "connection error FRAME_SIZE_ERROR")),
+      "HTTP/2 protocol error from the server: connection error FRAME_SIZE_ERROR"
+    ),
+    (
+      .goAway(errorCode: .enhanceYourCalm, debugData: Array("too_many_pings".utf8)),
+      "the server sent GOAWAY ENHANCE_YOUR_CALM \"too_many_pings\" and closed the connection"
+    ),
     (.goAway(errorCode: .noError, debugData: []), "the server sent GOAWAY NO_ERROR and closed the connection"),
-    (.goAway(errorCode: .protocolError, debugData: [0, 1, 0xFF]),
-     "the server sent GOAWAY PROTOCOL_ERROR (3 bytes of debug data) and closed the connection"),
-    (.noStreamsAllowed(waited: .seconds(1)),
-     "the server allowed no streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0) for 1.0 seconds after connecting"),
+    (
+      .goAway(errorCode: .protocolError, debugData: [0, 1, 0xFF]),
+      "the server sent GOAWAY PROTOCOL_ERROR (3 bytes of debug data) and closed the connection"
+    ),
+    (
+      .noStreamsAllowed(waited: .seconds(1)),
+      "the server allowed no streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0) for 1.0 seconds after connecting"
+    ),
     (.keepaliveTimeout(.seconds(10)), "keepalive ping not answered within 10.0 seconds: the server stopped responding"),
     (.closedByPeer, "connection closed by peer"),
     (.shutdown, "the channel is shut down"),
@@ -50,19 +72,24 @@ struct ConnectionErrorDescriptionTests {
   @Test("each case's description is the message its failed calls carry", arguments: descriptions)
   func description(error: ConnectionError, expected: String) {
     #expect(error.description == expected)
-    #expect(GRPCError(code: .unavailable, message: error.description, cause: error).description
-      == "UNAVAILABLE (14): \(expected)")
+    #expect(
+      GRPCError(code: .unavailable, message: error.description, cause: error).description
+        == "UNAVAILABLE (14): \(expected)")
   }
 
   @Test("the message pieces that tests, tools and the README look for are kept")
   func keptPieces() {
     #expect(ConnectionError.connectionRefused(address: "127.0.0.1:9").description.contains("refused"))
     #expect(ConnectionError.keepaliveTimeout(.seconds(1)).description.contains("keepalive"))
-    #expect(ConnectionError.noStreamsAllowed(waited: .seconds(1)).description.contains("SETTINGS_MAX_CONCURRENT_STREAMS = 0"))
-    #expect(ConnectionError.protocolError(HTTP2SessionError(code: HTTP2SessionError.Codes.protocolError))
-      .description.lowercased().contains("protocol error"))
+    #expect(
+      ConnectionError.noStreamsAllowed(waited: .seconds(1)).description.contains("SETTINGS_MAX_CONCURRENT_STREAMS = 0"))
+    #expect(
+      ConnectionError.protocolError(HTTP2SessionError(code: HTTP2SessionError.Codes.protocolError))
+        .description.lowercased().contains("protocol error"))
     #expect(ConnectionError.alpnNotNegotiated(selected: nil).description.lowercased().contains("alpn"))
-    #expect(ConnectionError.certificateVerificationFailed(reason: "x").description.contains("certificate verification failed"))
+    #expect(
+      ConnectionError.certificateVerificationFailed(reason: "x").description.contains("certificate verification failed")
+    )
     // tripwatch's hint for --plaintext matches "tls" and OpenSSL's reason in the text.
     let notTLS = ConnectionError.serverNotTLS(reason: "error:0A00010B:SSL routines::wrong version number").description
     #expect(notTLS.lowercased().contains("tls") && notTLS.contains("wrong version number"))
