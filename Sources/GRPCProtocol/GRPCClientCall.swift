@@ -2,9 +2,12 @@
 //
 // The transport feeds in what happened on the stream (header blocks, DATA
 // chunks, the stream's close, cancellation, the deadline) and gets back what
-// to do: nothing, finish with a status, or reset the stream and finish. No I/O,
-// no clocks, no locks: the transport's event loop owns one of these per stream
-// and the tests drive it with plain values.
+// to do: nothing, hand the response headers to the caller, finish with a
+// status, reset the stream and finish, or start the call again elsewhere (a
+// refused stream) or finish. The transport acts on the action alone and never
+// inspects the state after feeding it. No I/O, no clocks, no locks: the
+// transport's event loop owns one of these per stream and the tests drive it
+// with plain values.
 //
 // The status is decided exactly once. Whatever arrives after it (a late
 // RST_STREAM, more DATA) returns `.none` and changes nothing: java once turned
@@ -41,8 +44,10 @@
 /// // on each event from the HTTP/2 session:
 /// switch call.receiveData(chunk, endStream: false, { message in decode(message) }) {
 /// case .none: break
-/// case .finish(let status): complete(status)
-/// case .resetAndFinish(let code, let status): resetStream(code); complete(status)
+/// case .deliverHeaders(let headers): handler.callDidReceiveHeaders(headers)
+/// case .finish(let status): complete(status, call.trailers)
+/// case .resetAndFinish(let code, let status): resetStream(code); complete(status, call.trailers)
+/// case .retryOrFinish(let status): if canResend { startAgain() } else { complete(status, call.trailers) }
 /// }
 /// ```
 public struct GRPCClientCall: Sendable {
@@ -66,16 +71,25 @@ public struct GRPCClientCall: Sendable {
     public var windowBytes: Int
   }
 
-  /// What the transport must do after an input.
+  /// What the transport must do after an input. The statuses that end a call come with it;
+  /// the call's ``trailers`` are final once one of them was returned.
   public enum Action: Sendable, Equatable {
     /// Nothing (yet): keep the stream going.
     case none
+    /// Valid gRPC response headers arrived (returned once, never for a Trailers-Only
+    /// response): hand their metadata to the caller; the call goes on.
+    case deliverHeaders(GRPCMetadata)
     /// The call is over with this status. The stream is already closed, or
     /// closes by itself; nothing needs to be sent.
     case finish(GRPCStatus)
     /// Send RST_STREAM with `http2ErrorCode` (if the stream was opened and is
     /// not closed yet), then complete the call with the status.
     case resetAndFinish(http2ErrorCode: UInt32, GRPCStatus)
+    /// The request never reached the server's application (REFUSED_STREAM before any
+    /// response, or a connection failure the transport reported as such): the transport may
+    /// start the call again, once, on another stream, if it can still send the whole request;
+    /// otherwise it completes the call with the status. Nothing needs to be sent on this stream.
+    case retryOrFinish(GRPCStatus)
   }
 
   /// Where the call is.
@@ -109,10 +123,6 @@ public struct GRPCClientCall: Sendable {
   public private(set) var serverAcceptedEncodings: [String]?
   /// The encodings this call accepts on responses (besides identity).
   public let acceptedEncodings: [GRPCCompressionAlgorithm]
-  /// Whether the call failed before the server saw it, so it may be retried
-  /// transparently (at most once): a REFUSED_STREAM before any response, or a
-  /// connection failure reported as retryable. Only meaningful once finished.
-  public private(set) var retryable = false
 
   /// Creates the state of a call whose request is about to be sent.
   ///
@@ -158,7 +168,8 @@ public struct GRPCClientCall: Sendable {
   /// Handles one complete HEADERS block (names lowercase, as HTTP/2 delivers them).
   ///
   /// - 1xx blocks are skipped (one that ends the stream is INTERNAL).
-  /// - The first final block is checked: `:status` 200 and a gRPC content-type,
+  /// - The first final block is checked: `:status` 200 and a gRPC content-type
+  ///   make it the response headers (``Action/deliverHeaders(_:)``),
   ///   unless it ends the stream with a `grpc-status` (Trailers-Only), which
   ///   then decides the status whatever the rest says. A non-gRPC response
   ///   without `grpc-status` fails with the HTTP mapping (UNKNOWN for a 200 with a
@@ -210,7 +221,7 @@ public struct GRPCClientCall: Sendable {
       }
     }
     state = .receivingMessages
-    return .none
+    return .deliverHeaders(responseHeaders)
   }
 
   private mutating func receiveTrailers(_ fields: [(name: String, value: String)], endStream: Bool) -> Action {
@@ -383,8 +394,9 @@ public struct GRPCClientCall: Sendable {
   ///
   /// After trailers this changes nothing. Before them, the code is mapped with
   /// ``GRPCStatusMapping/code(forHTTP2ErrorCode:)``: NO_ERROR (the stream ended
-  /// with no status) is INTERNAL, REFUSED_STREAM is UNAVAILABLE and marks the
-  /// call ``retryable`` when no response had started.
+  /// with no status) is INTERNAL, REFUSED_STREAM is UNAVAILABLE, and before any
+  /// response has started it is ``Action/retryOrFinish(_:)``: the server did not
+  /// process the stream (RFC 9113 §8.7), so the request may be sent again.
   ///
   /// A server's RST_STREAM(CANCEL) that arrives after the call's deadline should
   /// be reported as DEADLINE_EXCEEDED: the transport, which owns the clock,
@@ -400,11 +412,12 @@ public struct GRPCClientCall: Sendable {
         : "stream closed without trailers"
       return finish(GRPCStatus(code: .internalError, message: message))
     }
-    if http2ErrorCode == GRPCStatusMapping.HTTP2ErrorCode.refusedStream, case .awaitingHeaders = state {
-      retryable = true
-    }
     let code = GRPCStatusMapping.code(forHTTP2ErrorCode: http2ErrorCode)
-    return finish(GRPCStatus(code: code, message: "stream closed with HTTP/2 error \(codeName)"))
+    let status = GRPCStatus(code: code, message: "stream closed with HTTP/2 error \(codeName)")
+    if http2ErrorCode == GRPCStatusMapping.HTTP2ErrorCode.refusedStream, case .awaitingHeaders = state {
+      return finish(status, retry: true)
+    }
+    return finish(status)
   }
 
   /// The caller cancelled the call: CANCELLED, and reset the stream with CANCEL.
@@ -423,15 +436,18 @@ public struct GRPCClientCall: Sendable {
       reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
   }
 
-  /// The connection failed or closed under the call: UNAVAILABLE with `message`.
+  /// The connection failed or closed under the call: UNAVAILABLE with `message`, and `cause`
+  /// (the transport's typed connection error) as the status's ``GRPCStatus/cause``.
   ///
   /// - Parameter retryable: whether the request never reached the server (the
   ///   connection failed before the stream started, or the stream was above a
-  ///   GOAWAY's last stream id), so one transparent retry is safe.
-  public mutating func connectionFailed(_ message: String, retryable: Bool = false) -> Action {
+  ///   GOAWAY's last stream id), so one transparent retry is safe: the action is
+  ///   then ``Action/retryOrFinish(_:)``.
+  public mutating func connectionFailed(
+    _ message: String, cause: (any Error & Sendable)? = nil, retryable: Bool = false
+  ) -> Action {
     guard !isFinished else { return .none }
-    self.retryable = retryable
-    return finish(GRPCStatus(code: .unavailable, message: message))
+    return finish(GRPCStatus(code: .unavailable, message: message, cause: cause), retry: retryable)
   }
 
   /// Ends the call locally with `status` and resets the stream with CANCEL; for
@@ -444,12 +460,13 @@ public struct GRPCClientCall: Sendable {
 
   // MARK: - Helpers
 
-  /// Decides the status, releases the deframer's buffer and says what to do.
-  private mutating func finish(_ status: GRPCStatus, reset: UInt32? = nil) -> Action {
+  /// Decides the status, releases the deframer's buffer and says what to do: reset the stream
+  /// first (`reset`), or let the transport start the call again if it can (`retry`).
+  private mutating func finish(_ status: GRPCStatus, reset: UInt32? = nil, retry: Bool = false) -> Action {
     state = .finished(status)
     deframer = GRPCMessageDeframer(maxMessageSize: deframer.maxMessageSize)
     if let reset { return .resetAndFinish(http2ErrorCode: reset, status) }
-    return .finish(status)
+    return retry ? .retryOrFinish(status) : .finish(status)
   }
 
   /// A server's status, checked against what actually arrived. An OK status is

@@ -34,7 +34,8 @@ public typealias GRPCTimerID = UInt64
 /// A transport for gRPC calls: the seam callers depend on (an HTTP/2 channel, an in-memory server).
 ///
 /// Status codes a transport reports, as ``GRPCCallHandler/callDidFinish(status:trailers:)``: UNAVAILABLE when
-/// no connection could be made or it failed (the message says why), DEADLINE_EXCEEDED when the call's timeout
+/// no connection could be made or it failed (the message says why; ``GRPCStatus/cause`` holds the transport's
+/// typed connection error, when it has one), DEADLINE_EXCEEDED when the call's timeout
 /// ran out, CANCELLED after ``GRPCCallHandle/cancel()``, RESOURCE_EXHAUSTED for a response over the receive
 /// limits, INTERNAL when the response breaks the protocol, and otherwise the server's status.
 public protocol GRPCClientTransport: Sendable {

@@ -59,13 +59,13 @@ public struct GRPCError: Error, CustomNSError, Sendable, Hashable, CustomStringC
     }
   }
 
-  /// Creates an error from a status.
+  /// Creates an error from a status, with the status's ``GRPCStatus/cause`` as ``cause``.
   public init(status: GRPCStatus, trailers: GRPCMetadata = [:]) {
-    self.init(code: status.code, message: status.message, trailers: trailers)
+    self.init(code: status.code, message: status.message, trailers: trailers, cause: status.cause)
   }
 
-  /// The code and message as a ``GRPCStatus``.
-  public var status: GRPCStatus { GRPCStatus(code: code, message: message) }
+  /// The code, message and cause as a ``GRPCStatus``.
+  public var status: GRPCStatus { GRPCStatus(code: code, message: message, cause: cause) }
 
   /// `"UNAVAILABLE (14): connection refused"`; just `"UNAVAILABLE (14)"` when the message is empty.
   public var description: String { status.description }

@@ -18,8 +18,8 @@ package protocol ByteStreamDelegate: AnyObject {
   func byteStream(_ stream: ByteStream, didReceive bytes: UnsafeRawBufferPointer)
   /// A batch of reads ended: a good moment to produce and flush output.
   func byteStreamDidFinishReading(_ stream: ByteStream)
-  /// The stream closed; `error` says why unless it was a clean close.
-  func byteStream(_ stream: ByteStream, didCloseWithError error: String?)
+  /// The stream closed; `error` says why, `nil` when its owner closed it cleanly.
+  func byteStream(_ stream: ByteStream, didCloseWithError error: ConnectionError?)
 }
 
 /// A non-blocking TCP stream, with TLS when a ``TLSEngine`` is given. Confined to its loop.
@@ -33,6 +33,8 @@ package final class ByteStream: EventLoopHandler {
 
   package let loop: EventLoop
   package let fd: Int32
+  /// The address being connected to, for the errors of a failed connect.
+  private let peer: String
   private let tls: TLSEngine?
   private var state: State
   package weak var delegate: (any ByteStreamDelegate)?
@@ -52,10 +54,11 @@ package final class ByteStream: EventLoopHandler {
   private static let readBufferSize = 64 * 1024
   private static let maxReadsPerEvent = 16
 
-  /// Wraps `fd`. `connecting`: a non-blocking connect is in progress.
-  package init(loop: EventLoop, fd: Int32, tls: TLSEngine?, connecting: Bool) {
+  /// Wraps `fd`. `connecting`: a non-blocking connect to `peer` is in progress.
+  package init(loop: EventLoop, fd: Int32, tls: TLSEngine?, connecting: Bool, peer: String = "the peer") {
     self.loop = loop
     self.fd = fd
+    self.peer = peer
     self.tls = tls
     self.state = connecting ? .connecting : (tls == nil ? .open : .handshaking)
     self.readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
@@ -98,12 +101,12 @@ package final class ByteStream: EventLoopHandler {
     case .connecting:
       let error = Socket.pendingError(fd)
       if error != 0 {
-        close(error: SocketError("connect", errno: error).description)
+        close(error: .connectFailed(to: peer, errno: error))
         return
       }
       if writable || hangup {
         if hangup {
-          close(error: "connect: connection closed")
+          close(error: .closedByPeer)
           return
         }
         connected()
@@ -145,7 +148,7 @@ package final class ByteStream: EventLoopHandler {
     case .failed(let error):
       tls.drainCiphertext(into: &outbound)
       flushSocket()
-      close(error: error.description)
+      close(error: error)
     }
   }
 
@@ -172,12 +175,16 @@ package final class ByteStream: EventLoopHandler {
       }
       if n == 0 {
         delegate?.byteStreamDidFinishReading(self)
-        close(error: "connection closed by peer")
+        if case .handshaking = state, let tls {
+          close(error: tls.handshakeClosedByPeer())
+        } else {
+          close(error: .closedByPeer)
+        }
         return
       }
       if errno == EINTR { continue }
       if errno == EAGAIN || errno == EWOULDBLOCK { break }
-      let error = SocketError("read").description
+      let error = ConnectionError.io(operation: "read", errno: errno)
       delegate?.byteStreamDidFinishReading(self)
       close(error: error)
       return
@@ -196,10 +203,10 @@ package final class ByteStream: EventLoopHandler {
       break
     case .closed:
       delegate?.byteStreamDidFinishReading(self)
-      close(error: "TLS session closed by peer")
+      close(error: .closedByPeer)
     case .failed(let error):
       delegate?.byteStreamDidFinishReading(self)
-      close(error: error.description)
+      close(error: error)
     }
     // TLS may need to answer (key updates, alerts).
     if isOpen, tls.drainCiphertext(into: &outbound) > 0 { flushSocket() }
@@ -212,7 +219,7 @@ package final class ByteStream: EventLoopHandler {
     guard isOpen, bytes.count > 0 else { return }
     if let tls {
       if let error = tls.write(bytes) {
-        close(error: error.description)
+        close(error: error)
         return
       }
       tls.drainCiphertext(into: &outbound)
@@ -243,7 +250,7 @@ package final class ByteStream: EventLoopHandler {
         compactOutbound()
         return
       }
-      close(error: SocketError("write").description)
+      close(error: .io(operation: "write", errno: errno))
       return
     }
     outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
@@ -268,8 +275,9 @@ package final class ByteStream: EventLoopHandler {
 
   // MARK: - Closing
 
-  /// Closes the socket now (after a last attempt to write what is queued) and tells the delegate.
-  package func close(error: String?) {
+  /// Closes the socket now (after a last attempt to write what is queued) and tells the delegate;
+  /// `error` `nil` is a clean close (TLS sends close_notify).
+  package func close(error: ConnectionError?) {
     if case .closed = state { return }
     if isOpen, let tls, error == nil {
       tls.shutdown()

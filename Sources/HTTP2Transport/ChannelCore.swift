@@ -5,6 +5,7 @@
 // maxConnections) and the call waits for it. A failed connection attempt
 // fails the waiting calls UNAVAILABLE at once (fail-fast) and holds off the
 // next attempt by the backoff delay; calls arriving meanwhile fail fast too.
+// Calls failed for a connection's sake carry its ConnectionError as the cause.
 // A connection counts as made only once the server's SETTINGS allow a stream,
 // so a server announcing MAX_CONCURRENT_STREAMS = 0 costs one attempt per
 // backoff period, bounded by the connect timeout, not a connection per call.
@@ -35,7 +36,8 @@ final class ChannelCore: ClientConnectionDelegate {
   private var consecutiveFailures = 0
   private var backoffUntil: UInt64 = 0
   private var backoffTimer: EventLoop.TimerID?
-  private var lastFailure = "not connected"
+  /// Why the last connection attempt failed: the cause of calls failed fast during the backoff.
+  private var lastFailure: ConnectionError?
   private var random = SystemRandomNumberGenerator()
 
   private var shuttingDown = false
@@ -80,7 +82,7 @@ final class ChannelCore: ClientConnectionDelegate {
   func start(_ call: PendingCall) {
     loop.assertInEventLoop()
     if shuttingDown {
-      finishUnstarted(call, GRPCStatus(code: .unavailable, message: "the channel is shut down"))
+      finishUnstarted(call, Self.unavailable(.shutdown))
       return
     }
     if let deadline = call.deadline {
@@ -103,9 +105,11 @@ final class ChannelCore: ClientConnectionDelegate {
       connection.start(call)
       return
     }
-    if monotonicNanoseconds() < backoffUntil && !connections.contains(where: { $0.state != .closed }) {
+    if monotonicNanoseconds() < backoffUntil && !connections.contains(where: { $0.phase != .closed }) {
       // TRANSIENT_FAILURE: fail fast rather than queue behind the backoff delay.
-      finishUnstarted(call, GRPCStatus(code: .unavailable, message: lastFailure))
+      let status =
+        lastFailure.map(Self.unavailable) ?? GRPCStatus(code: .unavailable, message: "not connected")
+      finishUnstarted(call, status)
       return
     }
     waiting.append(call)
@@ -178,6 +182,11 @@ final class ChannelCore: ClientConnectionDelegate {
     }
   }
 
+  /// UNAVAILABLE because of `error`: its description as the message, itself as the cause.
+  private static func unavailable(_ error: ConnectionError) -> GRPCStatus {
+    GRPCStatus(code: .unavailable, message: error.description, cause: error)
+  }
+
   private func finishUnstarted(_ call: PendingCall, _ status: GRPCStatus) {
     guard !call.finished else { return }
     call.finished = true
@@ -203,8 +212,8 @@ final class ChannelCore: ClientConnectionDelegate {
 
   private func ensureConnecting() {
     guard !shuttingDown else { return }
-    if connections.contains(where: { $0.state == .connecting }) { return }
-    let open = connections.filter { $0.state == .ready || $0.state == .connecting }.count
+    if connections.contains(where: { $0.phase == .connecting }) { return }
+    let open = connections.filter { $0.phase == .ready || $0.phase == .connecting }.count
     guard open < configuration.maxConnections else { return }  // Wait for a stream to free up.
     let now = monotonicNanoseconds()
     if now < backoffUntil {
@@ -264,30 +273,30 @@ final class ChannelCore: ClientConnectionDelegate {
       addresses = found
       ensureConnecting()
     case .success:
-      connectionAttemptFailed("resolving \(host): no addresses")
+      connectionAttemptFailed(.resolutionFailed(host: host, reason: "no addresses"))
     case .failure(let error):
-      connectionAttemptFailed(error.description)
+      connectionAttemptFailed(.resolutionFailed(host: host, reason: error.resolutionFailure ?? error.description))
     }
   }
 
-  private func connectionAttemptFailed(_ message: String) {
+  private func connectionAttemptFailed(_ error: ConnectionError) {
     connectFailures += 1
     consecutiveFailures += 1
-    lastFailure = message
+    lastFailure = error
     let delay = configuration.backoff.delay(retry: consecutiveFailures, using: &random)
     recentBackoffDelays.append(delay)
     if recentBackoffDelays.count > 32 { recentBackoffDelays.removeFirst() }
     let nanos = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
     backoffUntil = monotonicNanoseconds() + UInt64(max(0, nanos))
-    logger.debug("connection attempt failed", metadata: ["error": "\(message)", "retry_in": "\(delay)"])
+    logger.debug("connection attempt failed", metadata: ["error": "\(error)", "retry_in": "\(delay)"])
     // Fail fast: calls waiting for a connection end UNAVAILABLE now, unless another
     // connection can still take them.
-    if !connections.contains(where: { $0.state == .ready || $0.state == .connecting }) {
+    if !connections.contains(where: { $0.phase == .ready || $0.phase == .connecting }) {
       let failed = waiting
       waiting.removeAll()
       for call in failed {
         queuedCalls[call.id] = nil
-        finishUnstarted(call, GRPCStatus(code: .unavailable, message: message))
+        finishUnstarted(call, Self.unavailable(error))
       }
     }
   }
@@ -303,13 +312,15 @@ final class ChannelCore: ClientConnectionDelegate {
     drainWaiting()
   }
 
-  func connection(_ connection: ClientConnection, didCloseWithError error: String?, wasReady: Bool) {
+  func connection(_ connection: ClientConnection, didCloseWithError error: ConnectionError?, wasReady: Bool) {
     connections.removeAll { $0 === connection }
     if !wasReady {
-      connectionAttemptFailed(error ?? "connection closed while connecting")
+      // A clean close before the connection was ready is this side's (a graceful shutdown).
+      connectionAttemptFailed(error ?? .shutdown)
       nextAddressIndex += 1
     } else {
-      logger.debug("connection closed", metadata: ["connection": "\(connection.id)", "error": "\(error ?? "none")"])
+      logger.debug(
+        "connection closed", metadata: ["connection": "\(connection.id)", "error": "\(error?.description ?? "none")"])
       if !waiting.isEmpty { ensureConnecting() }
     }
     checkShutdownComplete()
@@ -357,7 +368,7 @@ final class ChannelCore: ClientConnectionDelegate {
     waiting.removeAll()
     for call in queued {
       queuedCalls[call.id] = nil
-      finishUnstarted(call, GRPCStatus(code: .unavailable, message: "the channel is shut down"))
+      finishUnstarted(call, Self.unavailable(.shutdown))
     }
     for connection in connections { connection.shutdown(graceful: graceful) }
     checkShutdownComplete()
@@ -365,7 +376,7 @@ final class ChannelCore: ClientConnectionDelegate {
 
   private func checkShutdownComplete() {
     guard shuttingDown, activeCalls.isEmpty, waiting.isEmpty,
-      !connections.contains(where: { $0.state != .closed })
+      !connections.contains(where: { $0.phase != .closed })
     else { return }
     let waiters = shutdownWaiters
     shutdownWaiters.removeAll()
@@ -375,7 +386,7 @@ final class ChannelCore: ClientConnectionDelegate {
   /// Counters for tests and stats.
   var stats: GRPCChannelStats {
     GRPCChannelStats(
-      openConnections: connections.filter { $0.state != .closed }.count,
+      openConnections: connections.filter { $0.phase != .closed }.count,
       activeCalls: activeCalls.count,
       queuedCalls: waiting.count,
       connectAttempts: connectAttempts,

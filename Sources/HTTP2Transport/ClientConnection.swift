@@ -1,8 +1,10 @@
 // Sources/HTTP2Transport/ClientConnection.swift - one HTTP/2 client connection carrying gRPC calls
 //
 // A connection owns a ByteStream (TCP, maybe TLS) and an nghttp2 client
-// session, and runs one GRPCClientCall state machine per stream. Everything
-// here runs on the channel's event loop: no locks.
+// session, and runs one GRPCClientCall state machine per stream, acting on the
+// actions it returns. Its own lifecycle is one State enum. When it fails, the
+// calls on it end UNAVAILABLE with the ConnectionError as the status's cause.
+// Everything here runs on the channel's event loop: no locks.
 
 import Primitives
 import GRPCProtocol
@@ -76,7 +78,9 @@ final class PendingCall {
 protocol ClientConnectionDelegate: AnyObject {
   func connectionDidBecomeReady(_ connection: ClientConnection)
   func connectionHasCapacity(_ connection: ClientConnection)
-  func connection(_ connection: ClientConnection, didCloseWithError error: String?, wasReady: Bool)
+  /// The connection closed: `error` says why, `nil` for a clean close (drained, or shut down while
+  /// connecting); `wasReady` whether it had become ready.
+  func connection(_ connection: ClientConnection, didCloseWithError error: ConnectionError?, wasReady: Bool)
   func connection(_ connection: ClientConnection, didFinish call: PendingCall)
   func connection(_ connection: ClientConnection, retry call: PendingCall)
   func connectionDidCountPing(_ connection: ClientConnection, ack: Bool)
@@ -90,11 +94,49 @@ protocol ClientConnectionDelegate: AnyObject {
 
 /// One HTTP/2 connection to the target. Confined to the channel's loop.
 final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
+  /// Where the connection is. Every fact about its lifecycle lives here, in the case it belongs to.
+  ///
+  /// ```
+  /// connecting ──SETTINGS allow a stream──▶ ready
+  ///   │   │                                   │ GOAWAY received or sent, stream IDs used up
+  ///   │   └──GOAWAY received────────────────▶ draining ──no stream left: close after this event──┐
+  ///   │                                                                                         ▼
+  ///   └──connect timeout, failure, shutdown──▶ closing (last frames out, socket closed) ──▶ closed
+  /// ```
+  /// Any state but closed can fail straight to closed (the socket closed, a read failed).
   enum State {
-    case connecting
+    /// TCP connect, TLS handshake, then the HTTP/2 preface, until the server's SETTINGS allow a
+    /// stream. `serverAllowsNoStreams`: SETTINGS came with MAX_CONCURRENT_STREAMS = 0; the connect
+    /// timer keeps running until a later SETTINGS raises the limit.
+    case connecting(serverAllowsNoStreams: Bool)
+    /// Calls may start streams.
     case ready
-    case draining
+    /// No new stream starts: a GOAWAY came or went, or the stream IDs ran out. The open streams
+    /// finish, then the connection closes.
+    case draining(Drain)
+    /// ``close(error:)`` is under way: the last frames go out and the socket closes, then the calls
+    /// fail. `wasReady` is what the close reports.
+    case closing(wasReady: Bool)
+    /// Closed and reported; nothing happens any more.
     case closed
+  }
+
+  /// What a draining connection knows.
+  struct Drain {
+    /// Whether the connection had become ready (a GOAWAY may come before SETTINGS allowed a stream;
+    /// such a connection counts as a failed attempt).
+    var wasReady: Bool
+    /// The server's GOAWAY, if one came: why the calls still open fail if the server then closes
+    /// the connection.
+    var goAway: ConnectionError?
+    /// No stream is left and the close runs right after the current event (often inside an nghttp2
+    /// callback, where the session cannot produce output yet).
+    var closeScheduled = false
+  }
+
+  /// Where the connection is, as the pool counts connections.
+  enum Phase {
+    case connecting, ready, draining, closed
   }
 
   /// Per-stream state. A class, so the state machine (and its deframer buffer) is
@@ -102,7 +144,6 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private final class ActiveStream {
     let call: PendingCall
     var machine: GRPCClientCall
-    var headersDelivered = false
     // Manual flow control (the stream's receive window), in wire bytes:
     /// Received and not yet returned to the window.
     var unreleasedBytes = 0
@@ -126,7 +167,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   let loop: EventLoop
   let id: Int
   let address: SocketAddress
-  private(set) var state: State = .connecting
+  private var state: State = .connecting(serverAllowsNoStreams: false)
   weak var delegate: (any ClientConnectionDelegate)?
   private let configuration: GRPCChannelConfiguration
   private let authority: String
@@ -138,16 +179,14 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private var streams: [Int32: ActiveStream] = [:]
   /// Streams with writers waiting for their queued request bytes to drain.
   private var streamsWithWaitingWriters: Set<Int32> = []
+  /// Output coalescing, not lifecycle: a flush is queued for the end of the current event, in any
+  /// state (the flush itself checks whether there is a session and an open stream).
   private var flushScheduled = false
-  private var closing = false
-  private var closeScheduled = false
   private var keepaliveTimer: EventLoop.TimerID?
   private var keepaliveTimeoutTimer: EventLoop.TimerID?
   /// When bytes last arrived from the server (monotonic nanoseconds).
   private var lastReadTime: UInt64 = 0
   private var connectTimer: EventLoop.TimerID?
-  /// The server's SETTINGS allow no stream (MAX_CONCURRENT_STREAMS = 0): not ready yet.
-  private var serverAllowsNoStreams = false
   private var outputScratch: [UInt8] = []
 
   /// Streams open on this connection.
@@ -155,8 +194,28 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
 
   /// Whether a new call can get a stream now.
   var canStartStream: Bool {
-    guard state == .ready, let session, session.isRequestAllowed else { return false }
+    guard case .ready = state, let session, session.isRequestAllowed else { return false }
     return streams.count < Int(min(session.remoteMaxConcurrentStreams, UInt32(Int32.max)))
+  }
+
+  /// The state as the pool sees it: draining and closing connections take no call and are not closed yet.
+  var phase: Phase {
+    switch state {
+    case .connecting: .connecting
+    case .ready: .ready
+    case .draining, .closing: .draining
+    case .closed: .closed
+    }
+  }
+
+  /// Whether the connection had become ready, for the report of its close.
+  private var wasReady: Bool {
+    switch state {
+    case .connecting, .closed: false
+    case .ready: true
+    case .draining(let drain): drain.wasReady
+    case .closing(let wasReady): wasReady
+    }
   }
 
   init(
@@ -178,37 +237,44 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// Starts the TCP connect (and TLS). Loop thread only.
   func connect(tlsContext: TLSContext?, serverName: String?) {
     loop.assertInEventLoop()
+    let fd: Int32
     do {
-      let fd = try Socket.makeNonBlocking(family: address.family)
-      var tls: TLSEngine?
-      if let tlsContext {
-        do {
-          tls = try TLSEngine(context: tlsContext, serverName: serverName)
-        } catch {
-          Glibc.close(fd)
-          fail(error.description, wasReady: false)
-          return
-        }
-      }
-      let done = try Socket.connect(fd, to: address)
-      let byteStream = ByteStream(loop: loop, fd: fd, tls: tls, connecting: !done)
-      byteStream.delegate = self
-      stream = byteStream
-      let timeout = configuration.connectTimeout
-      connectTimer = loop.scheduleTimer(after: timeout) { [weak self] in
-        guard let self, self.state == .connecting else { return }
-        if self.serverAllowsNoStreams {
-          self.close(
-            error: "the server allowed no streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0) for \(timeout) after connecting"
-          )
-        } else {
-          self.stream?.close(error: "connect to \(self.address) timed out")
-        }
-      }
-      byteStream.start()
+      fd = try Socket.makeNonBlocking(family: address.family)
     } catch {
-      fail(error.description, wasReady: false)
+      fail(.io(operation: "socket", errno: error.errnoCode), wasReady: false)
+      return
     }
+    var tls: TLSEngine?
+    if let tlsContext {
+      do {
+        tls = try TLSEngine(context: tlsContext, serverName: serverName)
+      } catch {
+        Glibc.close(fd)
+        fail(.tlsHandshakeFailed(reason: error.description), wasReady: false)
+        return
+      }
+    }
+    let done: Bool
+    do {
+      done = try Socket.connect(fd, to: address)
+    } catch {
+      Glibc.close(fd)
+      fail(.connectFailed(to: address.description, errno: error.errnoCode), wasReady: false)
+      return
+    }
+    let byteStream = ByteStream(loop: loop, fd: fd, tls: tls, connecting: !done, peer: address.description)
+    byteStream.delegate = self
+    stream = byteStream
+    let timeout = configuration.connectTimeout
+    connectTimer = loop.scheduleTimer(after: timeout) { [weak self] in
+      guard let self, case .connecting(let serverAllowsNoStreams) = self.state else { return }
+      if serverAllowsNoStreams {
+        self.close(error: .noStreamsAllowed(waited: timeout))
+      } else {
+        self.stream?.close(error: .connectTimedOut(address: self.address.description))
+      }
+    }
+    byteStream.start()
   }
 
   func byteStreamDidBecomeReady(_ stream: ByteStream) {
@@ -219,7 +285,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       // server's SETTINGS arrive (its stream limit is known then).
       scheduleFlush()
     } catch {
-      stream.close(error: "starting the HTTP/2 session: \(error)")
+      stream.close(error: .internalError("starting the HTTP/2 session: \(error)"))
     }
   }
 
@@ -251,7 +317,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       streamID = try session.submitRequest(headers: headers, body: body, endStream: call.requestEnded)
     } catch {
       // Stream IDs exhausted or the session is going away: let the channel place it elsewhere.
-      state = .draining
+      drain(goAway: nil)
       delegate?.connection(self, retry: call)
       return
     }
@@ -355,17 +421,12 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   ) {
     guard let active = streams[streamID] else { return }
     let fields = headers.map { (name: $0.name, value: $0.value) }
-    // The first final header block without END_STREAM is the response headers;
-    // with END_STREAM it is a Trailers-Only response, reported through the status.
-    let isResponseHeaders = !active.headersDelivered && kind != .informational && !endStream
+    // The machine says whether the block is the response headers (.deliverHeaders), a
+    // Trailers-Only response or the trailers (a status), or nothing to act on (1xx).
     let acceptedBefore = active.machine.serverAcceptedEncodings
     let action = active.machine.receiveHeaders(fields, endStream: endStream)
     if let accepted = active.machine.serverAcceptedEncodings, accepted != acceptedBefore {
       delegate?.connection(self, serverAcceptsEncodings: accepted)
-    }
-    if isResponseHeaders && active.machine.status == nil {
-      active.headersDelivered = true
-      active.call.handler.callDidReceiveHeaders(active.machine.responseHeaders)
     }
     perform(action, streamID: streamID, remoteEnded: endStream)
   }
@@ -418,28 +479,18 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
 
   func session(_ session: HTTP2Session, streamDidClose streamID: Int32, errorCode: HTTP2ErrorCode) {
     guard let active = streams[streamID] else { return }
-    // A stream the server refused (REFUSED_STREAM, or above a GOAWAY's last stream id)
-    // never reached the application: retry it once on another connection, if its request
-    // can be sent again.
-    if errorCode == .refusedStream, active.machine.responseHeaders.isEmpty, active.machine.status == nil,
-      active.call.retriesLeft > 0, !active.call.requestHandedOver || active.call.singleRequest != nil
-    {
-      streams[streamID] = nil
-      streamsWithWaitingWriters.remove(streamID)
-      active.call.retriesLeft -= 1
-      active.call.streamID = nil
-      delegate?.connection(self, retry: active.call)
-      afterStreamClosed()
-      return
-    }
+    // A stream the server refused (REFUSED_STREAM, or above a GOAWAY's last stream id) before
+    // any response comes back as .retryOrFinish: perform retries it once on another
+    // connection, if its request can be sent again.
     let action = active.machine.streamClosed(http2ErrorCode: errorCode.rawValue)
     perform(action, streamID: streamID, remoteEnded: true)
-    // Closed by the session: whatever the state machine decided, the stream is gone now.
+    // Closed by the session: the stream is gone now. The machine decides a status for every
+    // close it has not decided before, so this is only a guard against a call left hanging.
     if let still = streams.removeValue(forKey: streamID) {
-      let status = still.machine.status ?? GRPCStatus(code: .internalError, message: "stream closed")
-      finish(still.call, status: status, trailers: still.machine.trailers)
+      streamsWithWaitingWriters.remove(streamID)
+      finish(still.call, status: GRPCStatus(code: .internalError, message: "stream closed"), trailers: GRPCMetadata())
+      afterStreamClosed()
     }
-    afterStreamClosed()
   }
 
   func session(
@@ -450,29 +501,31 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     if errorCode == .enhanceYourCalm, debugData.elementsEqual("too_many_pings".utf8) {
       delegate?.connectionReceivedTooManyPings(self)
     }
-    if state == .ready || state == .connecting { state = .draining }
+    drain(goAway: .goAway(errorCode: errorCode, debugData: debugData))
     closeIfDrained()
   }
 
   func session(_ session: HTTP2Session, didReceiveSettings settings: HTTP2RemoteSettings) {
-    if state == .connecting {
+    switch state {
+    case .connecting(let serverAllowedNoStreams):
       // A server that allows no stream is not ready: the connection stays connecting (its
       // connect timer running) until a later SETTINGS raises the limit.
       guard session.remoteMaxConcurrentStreams > 0 else {
-        if !serverAllowsNoStreams {
+        if !serverAllowedNoStreams {
           logger.debug("the server allows no streams (SETTINGS_MAX_CONCURRENT_STREAMS = 0); waiting")
         }
-        serverAllowsNoStreams = true
+        state = .connecting(serverAllowsNoStreams: true)
         return
       }
-      serverAllowsNoStreams = false
       state = .ready
       if let connectTimer { loop.cancelTimer(connectTimer) }
       connectTimer = nil
       scheduleKeepalive()
       delegate?.connectionDidBecomeReady(self)
-    } else if state == .ready {
+    case .ready:
       delegate?.connectionHasCapacity(self)
+    case .draining, .closing, .closed:
+      break
     }
   }
 
@@ -499,12 +552,21 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
 
   // MARK: - Acting on the state machine
 
+  /// Carries out what the call's state machine decided for the stream: deliver the response
+  /// headers, or end the call (resetting the stream where needed, or starting the call again
+  /// elsewhere when the server refused the stream).
   private func perform(_ action: GRPCClientCall.Action, streamID: Int32, remoteEnded: Bool) {
+    guard let active = streams[streamID] else { return }
+    let status: GRPCStatus
+    var mayRetry = false
     switch action {
     case .none:
       return
-    case .finish(let status):
-      guard let active = streams[streamID] else { return }
+    case .deliverHeaders(let headers):
+      active.call.handler.callDidReceiveHeaders(headers)
+      return
+    case .finish(let decided):
+      status = decided
       if !remoteEnded {
         // The status came from a local check (a malformed response) while the server may
         // still be sending: cancel the stream.
@@ -515,19 +577,33 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
         // RFC 9113 §8.1, rather than leave the stream holding a slot.
         session.resetStream(streamID, errorCode: .noError)
       }
-      streams[streamID] = nil
-      streamsWithWaitingWriters.remove(streamID)
-      finish(active.call, status: status, trailers: active.machine.trailers)
-      scheduleFlush()
-      afterStreamClosed()
-    case .resetAndFinish(let code, let status):
-      guard let active = streams[streamID] else { return }
+    case .resetAndFinish(let code, let decided):
+      status = decided
       session?.resetStream(streamID, errorCode: HTTP2ErrorCode(rawValue: code))
-      streams[streamID] = nil
-      streamsWithWaitingWriters.remove(streamID)
-      finish(active.call, status: status, trailers: active.machine.trailers)
-      scheduleFlush()
-      afterStreamClosed()
+    case .retryOrFinish(let decided):
+      // The stream is closed already (refused): nothing to send on it.
+      status = decided
+      mayRetry = true
+    }
+    streams[streamID] = nil
+    streamsWithWaitingWriters.remove(streamID)
+    end(active, status: status, mayRetry: mayRetry)
+    scheduleFlush()
+    afterStreamClosed()
+  }
+
+  /// Ends the call of a stream already taken out of `streams`: starts it again on another
+  /// stream when `mayRetry` and it has a retry left and its request can be sent again (the
+  /// whole single request is kept, or nothing of a streamed one was handed over), else
+  /// finishes it with `status`.
+  private func end(_ active: ActiveStream, status: GRPCStatus, mayRetry: Bool) {
+    let call = active.call
+    if mayRetry, call.retriesLeft > 0, !call.requestHandedOver || call.singleRequest != nil {
+      call.retriesLeft -= 1
+      call.streamID = nil
+      delegate?.connection(self, retry: call)
+    } else {
+      finish(call, status: status, trailers: active.machine.trailers)
     }
   }
 
@@ -543,21 +619,39 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   private func afterStreamClosed() {
-    if state == .ready {
+    if case .ready = state {
       delegate?.connectionHasCapacity(self)
     }
     closeIfDrained()
   }
 
+  /// Stops new streams: connecting or ready becomes draining; a draining connection learns of
+  /// the server's GOAWAY (`goAway`) if it had none yet.
+  private func drain(goAway: ConnectionError?) {
+    switch state {
+    case .connecting:
+      state = .draining(Drain(wasReady: false, goAway: goAway))
+    case .ready:
+      state = .draining(Drain(wasReady: true, goAway: goAway))
+    case .draining(var drain):
+      guard drain.goAway == nil, let goAway else { return }
+      drain.goAway = goAway
+      state = .draining(drain)
+    case .closing, .closed:
+      break
+    }
+  }
+
   private func closeIfDrained() {
-    guard state == .draining, streams.isEmpty, !closeScheduled else { return }
+    guard case .draining(var drain) = state, !drain.closeScheduled, streams.isEmpty else { return }
     // Often called from inside an nghttp2 callback, where the session cannot produce output:
-    // close right after the current event, when the last frames can still be flushed.
-    closeScheduled = true
+    // close right after the current event, when the last frames can still be flushed. No stream
+    // can start meanwhile (only a ready connection takes one).
+    drain.closeScheduled = true
+    state = .draining(drain)
     loop.executeSoon { [weak self] in
-      guard let self else { return }
-      self.closeScheduled = false
-      if self.state == .draining, self.streams.isEmpty { self.close(error: nil) }
+      guard let self, case .draining = self.state, self.streams.isEmpty else { return }
+      self.close(error: nil)
     }
   }
 
@@ -581,9 +675,11 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     if let session, stream?.isOpen == true, !session.wantsRead && !session.wantsWrite {
       if let error = session.terminationError {
         // A connection error nghttp2 found in the server's input and answered with GOAWAY.
-        close(error: "HTTP/2 protocol error from the server: \(error.message)")
+        close(error: .protocolError(error))
+      } else if case .draining = state {
+        close(error: nil)
       } else {
-        close(error: state == .draining ? nil : "the HTTP/2 session ended")
+        close(error: .internalError("the HTTP/2 session ended"))
       }
     }
   }
@@ -625,7 +721,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       // A protocol violation: nghttp2 queued a GOAWAY; close() sends it first, then closes, and the
       // calls on this connection fail UNAVAILABLE with this message. Other connections are untouched.
       logger.debug("closing the connection: the server broke HTTP/2", metadata: ["error": "\(error.message)"])
-      close(error: "HTTP/2 protocol error from the server: \(error.message)")
+      close(error: .protocolError(error))
     }
   }
 
@@ -633,9 +729,13 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     scheduleFlush()
   }
 
-  func byteStream(_ stream: ByteStream, didCloseWithError error: String?) {
-    let wasReady = state == .ready || state == .draining
-    fail(error ?? "connection closed", wasReady: wasReady)
+  func byteStream(_ stream: ByteStream, didCloseWithError error: ConnectionError?) {
+    // The server closing after its GOAWAY: the GOAWAY says more than the close.
+    if error == .closedByPeer, case .draining(let drain) = state, let goAway = drain.goAway {
+      fail(goAway, wasReady: drain.wasReady)
+    } else {
+      fail(error, wasReady: wasReady)
+    }
   }
 
   // MARK: - Keepalive
@@ -657,7 +757,10 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// the connection. Reads since then push the next check back.
   private func keepaliveTimerFired(_ keepalive: Keepalive, interval: Duration) {
     keepaliveTimer = nil
-    guard state == .ready || state == .draining else { return }
+    switch state {
+    case .ready, .draining: break
+    case .connecting, .closing, .closed: return
+    }
     defer { scheduleKeepalive() }
     let silent = monotonicNanoseconds() &- lastReadTime
     guard silent >= UInt64(clamping: interval.wholeNanoseconds) else { return }
@@ -672,7 +775,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       guard let self else { return }
       self.keepaliveTimeoutTimer = nil
       self.logger.debug("keepalive ping not answered; closing the connection", metadata: ["timeout": "\(timeout)"])
-      self.close(error: "keepalive ping not answered within \(timeout): the server stopped responding")
+      self.close(error: .keepaliveTimeout(timeout))
     }
   }
 
@@ -680,54 +783,65 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
 
   /// Sends GOAWAY and closes once the open streams finish (graceful), or now.
   func shutdown(graceful: Bool) {
-    guard state != .closed else { return }
-    if graceful {
-      if state == .connecting {
-        close(error: nil)
-        return
+    switch state {
+    case .closing, .closed:
+      return
+    case .connecting where graceful:
+      close(error: nil)
+    case .connecting, .ready, .draining:
+      if graceful {
+        drain(goAway: nil)
+        session?.goAway(errorCode: .noError)
+        scheduleFlush()
+        closeIfDrained()
+      } else {
+        session?.goAway(errorCode: .noError)
+        flushNow()
+        close(error: .shutdown)
       }
-      state = .draining
-      session?.goAway(errorCode: .noError)
-      scheduleFlush()
-      closeIfDrained()
-    } else {
-      session?.goAway(errorCode: .noError)
-      flushNow()
-      close(error: "channel closed")
     }
   }
 
-  private func close(error: String?) {
-    guard !closing else { return }
-    closing = true
+  /// Sends the frames still queued, closes the socket and fails what is left, once; `error` `nil`
+  /// is a clean close.
+  private func close(error: ConnectionError?) {
+    switch state {
+    case .closing, .closed: return
+    case .connecting, .ready, .draining: state = .closing(wasReady: wasReady)
+    }
     // Frames still queued (a RST_STREAM for a cancelled call, our GOAWAY) go out first.
     flushOutput()
-    if let stream, stream.isOpen || state != .closed {
-      stream.close(error: error)  // Reports back through byteStream(_:didCloseWithError:).
-      if state != .closed { fail(error ?? "connection closed", wasReady: state != .connecting) }
-    } else {
-      fail(error ?? "connection closed", wasReady: state != .connecting)
-    }
+    // Reports back through byteStream(_:didCloseWithError:), which fails the calls; if the
+    // socket had closed already (a write just failed), that happened then, and this does nothing.
+    stream?.close(error: error)
+    fail(error, wasReady: wasReady)
   }
 
-  /// Fails every stream UNAVAILABLE and reports the close, once.
-  private func fail(_ message: String, wasReady: Bool) {
-    guard state != .closed else { return }
+  /// Fails every stream UNAVAILABLE with `error` as the cause, and reports the close, once.
+  private func fail(_ error: ConnectionError?, wasReady: Bool) {
+    if case .closed = state { return }
     state = .closed
     for timer in [connectTimer, keepaliveTimer, keepaliveTimeoutTimer].compactMap({ $0 }) { loop.cancelTimer(timer) }
     let failing = streams
     streams.removeAll()
     streamsWithWaitingWriters.removeAll()
+    // A clean close leaves no stream behind (it waits for them, or there were none yet); were one
+    // left, this side closed it.
+    let reason = error ?? .shutdown
     for (_, active) in failing {
-      if case .finish(let status) = active.machine.connectionFailed(message) {
-        finish(active.call, status: status, trailers: active.machine.trailers)
-      } else {
-        finish(active.call, status: GRPCStatus(code: .unavailable, message: message), trailers: GRPCMetadata())
+      switch active.machine.connectionFailed(reason.description, cause: reason) {
+      case .finish(let status), .resetAndFinish(_, let status):
+        end(active, status: status, mayRetry: false)
+      case .retryOrFinish(let status):
+        end(active, status: status, mayRetry: true)
+      case .none, .deliverHeaders:
+        let status = GRPCStatus(code: .unavailable, message: reason.description, cause: reason)
+        finish(active.call, status: status, trailers: GRPCMetadata())
       }
     }
     session = nil
     stream = nil
-    delegate?.connection(self, didCloseWithError: message, wasReady: wasReady)
+    delegate?.connection(self, didCloseWithError: error, wasReady: wasReady)
   }
 }
 

@@ -188,7 +188,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       session = try HTTP2Session(role: .server, settings: settings, delegate: self)
       scheduleFlush()
     } catch {
-      stream.close(error: "starting the HTTP/2 session: \(error)")
+      stream.close(error: .internalError("starting the HTTP/2 session: \(error)"))
     }
   }
 
@@ -199,13 +199,13 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     } catch {
       // A client that breaks the protocol gets its GOAWAY and is closed; others are unaffected.
       flushNow()
-      stream.close(error: "HTTP/2 protocol error from the client: \(error)")
+      stream.close(error: .protocolError(error))
     }
   }
 
   func byteStreamDidFinishReading(_ stream: ByteStream) { scheduleFlush() }
 
-  func byteStream(_ stream: ByteStream, didCloseWithError error: String?) {
+  func byteStream(_ stream: ByteStream, didCloseWithError error: ConnectionError?) {
     guard !closed else { return }
     closed = true
     if let idleTimer { core.loop.cancelTimer(idleTimer) }
@@ -466,7 +466,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   func drop() {
-    stream.close(error: "dropped by the server")
+    stream.close(error: .shutdown)
   }
 
   // MARK: - Output

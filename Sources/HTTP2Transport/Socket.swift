@@ -11,13 +11,17 @@ import CLinuxSystem
   import Musl
 #endif
 
-/// A failed socket call: which call, and errno's text.
+/// A failed socket call: which call, and errno's text (or getaddrinfo's, for a name that did not resolve).
 package struct SocketError: Error, Sendable, CustomStringConvertible {
   package var call: String
   package var errnoCode: Int32
+  /// getaddrinfo's reason (`gai_strerror`) when the call was a name resolution; errno is then 0.
+  package var resolutionFailure: String?
   package var description: String {
-    let text = String(cString: strerror(errnoCode))
-    return "\(call): \(text)"
+    if let resolutionFailure { return "\(call): \(resolutionFailure)" }
+    // errno 0 carries no reason (strerror would say "Success").
+    guard errnoCode != 0 else { return call }
+    return "\(call): \(String(cString: strerror(errnoCode)))"
   }
   package init(_ call: String, errno code: Int32 = errno) {
     self.call = call
@@ -63,8 +67,9 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
     var result: UnsafeMutablePointer<addrinfo>?
     let rc = getaddrinfo(host, String(port), &hints, &result)
     guard rc == 0, let first = result else {
-      var error = SocketError("getaddrinfo(\(host))", errno: 0)
-      error.call = "resolving \(host): \(String(cString: gai_strerror(rc)))"
+      var error = SocketError("resolving \(host)", errno: 0)
+      // Safe: gai_strerror returns a static NUL-terminated string for any code.
+      error.resolutionFailure = rc == 0 ? "no addresses" : String(cString: gai_strerror(rc))
       throw error
     }
     defer { freeaddrinfo(result) }

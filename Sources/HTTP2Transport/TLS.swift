@@ -83,15 +83,22 @@ package struct TLSError: Error, Sendable, CustomStringConvertible {
 
   /// The message with the most recent OpenSSL errors appended (the queue is emptied).
   package static func openSSL(_ what: String) -> TLSError {
+    let reasons = openSSLReasons()
+    return TLSError(reasons.isEmpty ? what : "\(what): \(reasons)")
+  }
+
+  /// The most recent OpenSSL errors, joined with "; ", and the queue emptied; empty when there are none.
+  package static func openSSLReasons() -> String {
     var reasons: [String] = []
     while true {
       let code = ERR_get_error()
       if code == 0 { break }
       var buffer = [CChar](repeating: 0, count: 256)
       ERR_error_string_n(code, &buffer, buffer.count)
+      // Safe: ERR_error_string_n always NUL-terminates within the buffer's length.
       reasons.append(buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
     }
-    return TLSError(reasons.isEmpty ? what : "\(what): \(reasons.joined(separator: "; "))")
+    return reasons.joined(separator: "; ")
   }
 }
 
@@ -194,6 +201,9 @@ package final class TLSEngine {
   private let context: TLSContext  // keeps the SSL_CTX alive
   /// Whether the handshake has completed.
   package private(set) var isHandshakeComplete = false
+  /// The first two bytes the peer sent, kept on the client side to tell a server that does not
+  /// speak TLS (its answer is not a TLS record) from a TLS handshake that failed.
+  private var peerFirstBytes: [UInt8] = []
 
   /// A client session that sends `serverName` as SNI (unless it is an IP address)
   /// and verifies the certificate against it; or a server session.
@@ -242,6 +252,9 @@ package final class TLSEngine {
   /// Hands ciphertext received from the socket to OpenSSL.
   package func feed(_ ciphertext: UnsafeRawBufferPointer) {
     guard let base = ciphertext.baseAddress, ciphertext.count > 0 else { return }
+    if !context.isServer, peerFirstBytes.count < 2 {
+      peerFirstBytes += ciphertext.prefix(2 - peerFirstBytes.count)
+    }
     // A memory BIO grows as needed, so the write always takes everything.
     _ = BIO_write(readBIO, base, Int32(ciphertext.count))
   }
@@ -250,7 +263,21 @@ package final class TLSEngine {
   package enum HandshakeState {
     case complete
     case inProgress
-    case failed(TLSError)
+    case failed(ConnectionError)
+  }
+
+  /// Whether what the peer sent so far can begin a TLS record: a content type from 20
+  /// (change_cipher_spec) to 24 (heartbeat), then major version 3. Nothing received yet proves nothing.
+  private var peerBytesCanBeTLS: Bool {
+    guard let type = peerFirstBytes.first else { return true }
+    guard (20...24).contains(type) else { return false }
+    return peerFirstBytes.count < 2 || peerFirstBytes[1] == 3
+  }
+
+  /// The error for a handshake the peer ended by closing the connection.
+  package func handshakeClosedByPeer() -> ConnectionError {
+    let reason = "connection closed by peer"
+    return peerBytesCanBeTLS ? .tlsHandshakeFailed(reason: reason) : .serverNotTLS(reason: reason)
   }
 
   /// Advances the handshake with whatever ciphertext has been fed.
@@ -267,19 +294,26 @@ package final class TLSEngine {
         SSL_get0_alpn_selected(ssl, &protocolName, &length)
         guard length == 2, let protocolName, protocolName[0] == UInt8(ascii: "h"), protocolName[1] == UInt8(ascii: "2")
         else {
-          return .failed(TLSError("the server did not agree on ALPN protocol h2"))
+          // Safe: OpenSSL points at `length` bytes of the selected protocol (or nil when none was).
+          let selected = protocolName.map {
+            String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self)
+          }
+          return .failed(.alpnNotNegotiated(selected: length == 0 ? nil : selected))
         }
       }
       return .complete
     }
     let error = SSL_get_error(ssl, rc)
     if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { return .inProgress }
+    if !peerBytesCanBeTLS { return .failed(.serverNotTLS(reason: TLSError.openSSLReasons())) }
     let verify = SSL_get_verify_result(ssl)
     if verify != X509_V_OK {
+      ERR_clear_error()
+      // Safe: X509_verify_cert_error_string returns a static NUL-terminated string for any code.
       let reason = String(cString: X509_verify_cert_error_string(verify))
-      return .failed(TLSError("TLS certificate verification failed: \(reason)"))
+      return .failed(.certificateVerificationFailed(reason: reason))
     }
-    return .failed(TLSError.openSSL("TLS handshake failed"))
+    return .failed(.tlsHandshakeFailed(reason: TLSError.openSSLReasons()))
   }
 
   /// The outcome of reading plaintext.
@@ -288,7 +322,7 @@ package final class TLSEngine {
     case needMoreInput
     /// The peer sent close_notify.
     case closed
-    case failed(TLSError)
+    case failed(ConnectionError)
   }
 
   /// Decrypts what has been fed and hands plaintext to `body` in chunks of up to `scratch.count` bytes.
@@ -307,18 +341,18 @@ package final class TLSEngine {
       switch error {
       case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .needMoreInput
       case SSL_ERROR_ZERO_RETURN: return .closed
-      default: return .failed(TLSError.openSSL("TLS read failed"))
+      default: return .failed(.tlsFailed(operation: "read", reason: TLSError.openSSLReasons()))
       }
     }
   }
 
   /// Encrypts `plaintext`; the ciphertext is then available from ``drainCiphertext(into:)``.
-  package func write(_ plaintext: UnsafeRawBufferPointer) -> TLSError? {
+  package func write(_ plaintext: UnsafeRawBufferPointer) -> ConnectionError? {
     var offset = 0
     while offset < plaintext.count {
       ERR_clear_error()
       let n = SSL_write(ssl, plaintext.baseAddress! + offset, Int32(min(plaintext.count - offset, 1 << 30)))
-      guard n > 0 else { return TLSError.openSSL("TLS write failed") }
+      guard n > 0 else { return .tlsFailed(operation: "write", reason: TLSError.openSSLReasons()) }
       offset += Int(n)
     }
     return nil

@@ -37,7 +37,7 @@ extension GRPCClientCall {
   static func started(_ kind: Kind, maxReceiveMessageSize: Int = 4 << 20, headers: Fields = []) -> GRPCClientCall {
     var call = GRPCClientCall(kind: kind, maxReceiveMessageSize: maxReceiveMessageSize)
     let action = call.receiveHeaders(grpcHeaders(headers), endStream: false)
-    precondition(action == .none)
+    precondition(action.deliveredHeaders != nil)
     return call
   }
 }
@@ -54,9 +54,21 @@ extension Action {
   /// The status the action finishes with, if any.
   var finalStatus: GRPCStatus? {
     switch self {
-    case .none: nil
-    case .finish(let status), .resetAndFinish(_, let status): status
+    case .none, .deliverHeaders: nil
+    case .finish(let status), .resetAndFinish(_, let status), .retryOrFinish(let status): status
     }
+  }
+
+  /// The response headers the action hands to the caller, if any.
+  var deliveredHeaders: GRPCMetadata? {
+    if case .deliverHeaders(let headers) = self { return headers }
+    return nil
+  }
+
+  /// Whether the action lets the transport start the call again.
+  var retries: Bool {
+    if case .retryOrFinish = self { return true }
+    return false
   }
 
   /// The code of the status the action finishes with, if any.
@@ -221,7 +233,8 @@ struct NonGRPCResponseTests {
     #expect(call.receiveHeaders([(":status", status), ("link", "</x>")], endStream: false) == .none)
     #expect(call.receiveHeaders([(":status", status)], endStream: false) == .none)
     #expect(call.responseHeaders.isEmpty)
-    #expect(call.receiveHeaders(grpcHeaders([("x-h", "1")]), endStream: false) == .none)
+    let headers = call.receiveHeaders(grpcHeaders([("x-h", "1")]), endStream: false)
+    #expect(headers.deliveredHeaders?.first("x-h") == "1")
     #expect(call.responseHeaders.first("x-h") == "1")
     #expect(call.data(frames([1, 2])).messages == [[1, 2]])
     #expect(call.receiveHeaders(trailerFields("0"), endStream: true) == .finish(.ok))
@@ -241,9 +254,9 @@ struct FullResponseTests {
   @Test("unary: headers, one message, OK trailers")
   func unaryOK() {
     var call = GRPCClientCall(kind: .unary)
-    #expect(
-      call.receiveHeaders(grpcHeaders([("x-h", "v"), ("grpc-accept-encoding", "gzip")]), endStream: false)
-        == .none)
+    let headers = call.receiveHeaders(grpcHeaders([("x-h", "v"), ("grpc-accept-encoding", "gzip")]), endStream: false)
+    #expect(headers == .deliverHeaders(call.responseHeaders))
+    #expect(headers.deliveredHeaders?.map(\.name) == ["x-h"])
     #expect(call.responseHeaders.map(\.name) == ["x-h"])
     let (action, messages) = call.data(frames([0x0A, 0x03, 0x61, 0x62, 0x63]))
     #expect(action == .none)
@@ -289,7 +302,7 @@ struct FullResponseTests {
   @Test("a grpc-status in headers that do not end the stream is not a status (connect-swift #268)")
   func statusInHeadersIgnored() {
     var call = GRPCClientCall(kind: .unary)
-    #expect(call.receiveHeaders(grpcHeaders(trailerFields("13", "nope")), endStream: false) == .none)
+    #expect(call.receiveHeaders(grpcHeaders(trailerFields("13", "nope")), endStream: false).deliveredHeaders != nil)
     #expect(call.data(frames([5])).action == .none)
     #expect(call.receiveHeaders(trailerFields("0"), endStream: true) == .finish(.ok))
   }
@@ -449,7 +462,7 @@ struct CardinalityTests {
   @Test("an encoding the call did not announce is not accepted, even one the library knows")
   func encodingNotAnnounced() {
     var call = GRPCClientCall(kind: .unary, acceptedEncodings: [.deflate])
-    #expect(call.receiveHeaders(grpcHeaders([("grpc-encoding", "gzip")]), endStream: false) == .none)
+    #expect(call.receiveHeaders(grpcHeaders([("grpc-encoding", "gzip")]), endStream: false).deliveredHeaders != nil)
     #expect(call.responseCompression == nil)
     let compressed = compressedFrame([7, 7, 7], .gzip)
     #expect(call.data(compressed).action.code == .internalError)
@@ -471,13 +484,17 @@ struct ClosureTests {
     (0x2a, .internalError),
   ]
 
-  @Test("RST_STREAM before any response maps the code", arguments: rstTable)
+  @Test("RST_STREAM before any response maps the code; REFUSED_STREAM lets the transport retry", arguments: rstTable)
   func resetBeforeHeaders(errorCode: UInt32, code: GRPCStatusCode) {
     var call = GRPCClientCall(kind: .unary)
     let action = call.streamClosed(http2ErrorCode: errorCode)
     let name = GRPCStatusMapping.name(ofHTTP2ErrorCode: errorCode)
-    #expect(action == finish(code, "stream closed with HTTP/2 error \(name) (0x\(String(errorCode, radix: 16)))"))
-    #expect(call.retryable == (errorCode == 0x7))
+    let status = GRPCStatus(
+      code: code, message: "stream closed with HTTP/2 error \(name) (0x\(String(errorCode, radix: 16)))")
+    #expect(action == (errorCode == 0x7 ? .retryOrFinish(status) : .finish(status)))
+    #expect(action.finalStatus == status)
+    #expect(action.retries == (errorCode == 0x7))
+    #expect(call.status == status)
   }
 
   @Test(
@@ -486,8 +503,9 @@ struct ClosureTests {
   func resetMidStream(errorCode: UInt32, code: GRPCStatusCode) {
     var call = GRPCClientCall.started(.serverStreaming)
     _ = call.data(frames([1]) + [0, 0])  // a message and a partial prefix
-    #expect(call.streamClosed(http2ErrorCode: errorCode).finalStatus?.code == code)
-    #expect(!call.retryable)
+    let action = call.streamClosed(http2ErrorCode: errorCode)
+    #expect(action.finalStatus?.code == code)
+    #expect(!action.retries)
   }
 
   @Test("RST_STREAM after complete trailers changes nothing", arguments: [UInt32(0)] + rstTable.map(\.0))
@@ -497,7 +515,6 @@ struct ClosureTests {
     #expect(call.receiveHeaders(trailerFields("0"), endStream: true) == .finish(.ok))
     #expect(call.streamClosed(http2ErrorCode: errorCode) == .none)
     #expect(call.status == .ok)
-    #expect(!call.retryable)
   }
 
   @Test("a normal close without trailers is INTERNAL, whether or not a message was cut short")
@@ -544,19 +561,28 @@ struct ClosureTests {
     #expect(call.status == .ok)
   }
 
-  @Test("a connection failure is UNAVAILABLE, retryable as reported")
+  @Test("a connection failure is UNAVAILABLE, retryable as reported, with its cause")
   func connectionFailed() {
     var before = GRPCClientCall(kind: .unary)
-    #expect(
-      before.connectionFailed("connection refused", retryable: true) == finish(.unavailable, "connection refused"))
-    #expect(before.retryable)
+    let refused = before.connectionFailed("connection refused", retryable: true)
+    #expect(refused == .retryOrFinish(GRPCStatus(code: .unavailable, message: "connection refused")))
+    #expect(refused.finalStatus == GRPCStatus(code: .unavailable, message: "connection refused"))
+    #expect(refused.retries)
     var during = GRPCClientCall.started(.serverStreaming)
     #expect(during.connectionFailed("connection reset", retryable: false) == finish(.unavailable, "connection reset"))
-    #expect(!during.retryable)
     var unspecified = GRPCClientCall(kind: .unary)
-    #expect(unspecified.connectionFailed("gone") == finish(.unavailable, "gone"))
-    #expect(!unspecified.retryable)  // retrying is opt-in
+    let gone = unspecified.connectionFailed("gone")
+    #expect(gone == finish(.unavailable, "gone"))
+    #expect(!gone.retries)  // retrying is opt-in
+    var caused = GRPCClientCall.started(.unary)
+    let action = caused.connectionFailed("keepalive ping not answered", cause: TestCause.silent)
+    #expect(action == finish(.unavailable, "keepalive ping not answered"))
+    #expect(action.finalStatus?.cause as? TestCause == .silent)
+    #expect(caused.error?.cause as? TestCause == .silent)
   }
+
+  /// A typed error standing in for a transport's connection error.
+  enum TestCause: Error, Equatable { case silent }
 
   @Test("abort finishes with the given status and resets")
   func abort() {
@@ -584,7 +610,6 @@ struct DecidedOnceTests {
     #expect(call.connectionFailed("x", retryable: true) == .none)
     #expect(call.abort(.ok) == .none)
     #expect(call.status == GRPCStatus(code: .notFound, message: "gone"))
-    #expect(!call.retryable)
     #expect(call.messagesReceived == 0)
   }
 

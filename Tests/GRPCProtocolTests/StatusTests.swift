@@ -111,6 +111,25 @@ struct StatusAndErrorTests {
     #expect(GRPCError(code: .cancelled, message: "").description == "CANCELLED (1)")
   }
 
+  @Test("a status's cause travels into GRPCError and back; equality and hashing ignore it")
+  func causeCarried() {
+    struct Refused: Error, Equatable { var port: Int }
+    let message = "connect to 127.0.0.1:1: Connection refused"
+    let status = GRPCStatus(code: .unavailable, message: message, cause: Refused(port: 1))
+    #expect(status.cause as? Refused == Refused(port: 1))
+    #expect(status == GRPCStatus(code: .unavailable, message: message))
+    #expect(status.hashValue == GRPCStatus(code: .unavailable, message: message).hashValue)
+    #expect(status.description == "UNAVAILABLE (14): connect to 127.0.0.1:1: Connection refused")
+
+    let error = GRPCError(status: status)
+    #expect(error.cause as? Refused == Refused(port: 1))
+    #expect(error.status.cause as? Refused == Refused(port: 1))
+    #expect(GRPCError(status: error.status).cause as? Refused == Refused(port: 1))
+    #expect(error == GRPCError(code: .unavailable, message: "connect to 127.0.0.1:1: Connection refused"))
+    #expect(GRPCError(status: GRPCStatus(code: .unavailable)).cause == nil)
+    #expect(GRPCStatus.ok.cause == nil)
+  }
+
   @Test("descriptions show code and message only, never metadata values")
   func noMetadataInDescriptions() {
     var trailers = GRPCMetadata()

@@ -73,6 +73,7 @@ struct BackoffTests {
     let first = await unaryError(channel, path: Method.unary, request: [1])
     #expect(first?.code == .unavailable)
     #expect(first?.message.contains("refused") == true, "message: \(first?.message ?? "")")
+    #expect(first?.cause as? ConnectionError == .connectionRefused(address: "127.0.0.1:\(port)"))
 
     let calls = 16
     for _ in 1..<calls {

@@ -113,6 +113,7 @@ struct ConnectionTests {
       fixture.server.dropConnections()
       let result = await response.result()
       #expect(result.status.code == .unavailable)
+      #expect(result.status.cause as? ConnectionError == .closedByPeer)
       #expect(await next(&iterator).failure?.code == .unavailable)
       #expect(await eventually { fixture.service.cancellations == 1 })
 
@@ -186,6 +187,7 @@ struct ConnectionTests {
       let callsStarted = await fixture.server.stats().callsStarted
       let error = await unaryError(channel, path: Method.unary, request: [1])
       #expect(error?.code == .unavailable)
+      #expect(error?.cause as? ConnectionError == .shutdown)
       #expect(await fixture.server.stats().callsStarted == callsStarted)
     }
   }
@@ -199,6 +201,7 @@ struct ConnectionTests {
       #expect(first.map { $0 != nil } == .success(true))
       fixture.channel.close()
       #expect(await response.result().status.code == .unavailable)
+      #expect(await response.result().status.cause as? ConnectionError == .shutdown)
       #expect(await eventually { fixture.service.cancellations == 1 })
     }
   }

@@ -49,6 +49,7 @@ extension PythonPeerTests {
 
         #expect(idleResult.status.code == .unavailable)
         #expect(idleResult.status.message.contains("keepalive"), "\(idleResult.status.message)")
+        #expect(idleResult.status.cause as? ConnectionError == .keepaliveTimeout(.seconds(1)))
         // Interval (1 s) + timeout (1 s), with room for a loaded machine; without keepalive it never ends.
         #expect(waited < .seconds(15), "noticed after \(waited)")
         let slowOutcome = await next(&slowIterator)
@@ -72,6 +73,7 @@ extension PythonPeerTests {
         fixture.peer.send(SIGCONT)
         #expect(result.status.code == .unavailable)
         #expect(result.status.message.contains("keepalive"), "\(result.status.message)")
+        #expect(result.status.cause as? ConnectionError == .keepaliveTimeout(.seconds(10)))
         // 20 s of silence and 10 s without an answer; generous room above that for a loaded machine.
         #expect(waited < .seconds(60), "noticed after \(waited)")
       }

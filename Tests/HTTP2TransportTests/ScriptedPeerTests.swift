@@ -4,6 +4,7 @@
 
 import Foundation
 import GRPCProtocol
+import HTTP2Session
 import HTTP2Transport
 import Testing
 
@@ -123,16 +124,57 @@ extension PythonPeerTests {
         let firstWait = clock.now - start
         #expect(first?.code == .unavailable)
         #expect(first?.message.contains("SETTINGS_MAX_CONCURRENT_STREAMS = 0") == true)
+        #expect(first?.cause as? ConnectionError == .noStreamsAllowed(waited: .seconds(1)))
         // Bounded by the connect timeout (1 s here), far below the deadline.
         #expect(firstWait < .seconds(10), "the call waited \(firstWait)")
         // Later calls fail fast while the backoff holds: no connection per call.
         for _ in 0..<5 {
-          #expect(await unaryError(channel, path: cases + "unary_ok", options: options)?.code == .unavailable)
+          let error = await unaryError(channel, path: cases + "unary_ok", options: options)
+          #expect(error?.code == .unavailable)
+          #expect(error?.cause as? ConnectionError == .noStreamsAllowed(waited: .seconds(1)))
         }
         let stats = await channel.stats()
         #expect(stats.connectAttempts == 1)
         #expect(stats.openConnections == 0)
       }
     }
-  }
+
+    @Test("a server that breaks HTTP/2 fails the call with .protocolError; one that closes, with .closedByPeer")
+    func connectionErrorCauses() async throws {
+      try await withScriptedServer([]) { _, channel in
+        let garbage = try #require(await unaryError(channel, path: cases + "garbage_before_headers"))
+        #expect(garbage.code == .unavailable)
+        guard case .protocolError(let sessionError)? = garbage.cause as? ConnectionError else {
+          Issue.record("cause: \(String(describing: garbage.cause)), message: \(garbage.message)")
+          return
+        }
+        #expect(garbage.message == "HTTP/2 protocol error from the server: \(sessionError.message)")
+
+        let closed = try #require(await unaryError(channel, path: cases + "headers_then_close"))
+        #expect(closed.code == .unavailable)
+        #expect(closed.cause as? ConnectionError == .closedByPeer, "\(closed)")
+      }
+    }
+
+    @Test("a TLS server that does not agree on ALPN h2 fails the call with .alpnNotNegotiated")
+    func alpnCause() async throws {
+      let certificates = try TestCertificates()
+      defer { certificates.remove() }
+      let arguments = [
+        "--cert", certificates.serverCertificateFile, "--key", certificates.serverKeyFile, "--alpn", "none",
+      ]
+      try await withScriptedServer(
+        arguments, configure: { $0.security = .tls(TLSConfiguration(trustRoots: .caFile(certificates.caFile))) }
+      ) { peer, channel in
+        let error = try #require(await unaryError(channel, path: cases + "unary_ok"))
+        #expect(error.code == .unavailable)
+        #expect(error.cause as? ConnectionError == .alpnNotNegotiated(selected: nil), "\(error)")
+        #expect(error.message.lowercased().contains("alpn"))
+        // The server saw the TLS connection and nothing from the client after the handshake.
+        let connection: () -> [String: Any]? = { peer.records.first { $0["event"] as? String == "connection" } }
+        #expect(await eventually(timeout: .seconds(10)) { connection() != nil })
+        #expect(connection()?["client_sent_bytes"] as? Int == 0)
+      }
+    }
+}
 }

@@ -68,6 +68,9 @@ struct TLSTests {
       let error = try #require(await unaryError(fixture.channel, path: Method.unary, request: [1]))
       #expect(error.code == .unavailable)
       #expect(error.message.contains("certificate verification"), "message: \(error.message)")
+      if case .certificateVerificationFailed? = error.cause as? ConnectionError {} else {
+        Issue.record("cause: \(String(describing: error.cause))")
+      }
       let bridged = error as NSError
       #expect(bridged.domain == "io.grpc")
       #expect(bridged.code == 14)
@@ -98,6 +101,7 @@ struct TLSTests {
       #expect(error.code == .unavailable)
       #expect(error.message.contains("certificate verification failed"), "message: \(error.message)")
       #expect(error.message.contains("self-signed"), "message: \(error.message)")
+      #expect(error.cause as? ConnectionError == .certificateVerificationFailed(reason: "self-signed certificate"))
       #expect(fixture.service.callsHandled == 0)
       #expect(await fixture.server.stats().callsStarted == 0)
     }
