@@ -12,8 +12,7 @@ import Synchronization
 /// (h2c or TLS) through the unary `maps.fleetengine.v1.TripService/GetTrip` and
 /// the project's streaming `journeysharing.v1.TripStreamService/GetTrip`, with
 /// optional JWT auth and fault injection, gRPC's standard health service
-/// (`grpc.health.v1.Health`), and metrics through swift-metrics (see `FleetSimMetrics`'s table in
-/// the source: calls by method and status, updates sent, injected faults, open connections and streams).
+/// (`grpc.health.v1.Health`), and metrics through swift-metrics.
 ///
 /// Start and stop it by hand:
 ///
@@ -47,6 +46,20 @@ import Synchronization
 ///    are not waited for);
 /// 4. the calls still open then end with UNAVAILABLE "server shutting down";
 /// 5. connections close once their last stream's end is written (at most a second more), and any left is cut.
+///
+/// ### Metrics
+/// Recorded through the `MetricsFactory` given to ``init(configuration:listen:logger:metricsFactory:)``
+/// (by default the process's bootstrapped one). Labels are low-cardinality: a `method` is one of the
+/// four served methods (`maps.fleetengine.v1.TripService/GetTrip`, …) or `unknown`, never a trip name.
+///
+/// | name | type | labels | what |
+/// |---|---|---|---|
+/// | `fleetsim_calls_started_total` | counter | `method` | calls that reached the service |
+/// | `fleetsim_calls_total` | counter | `method`, `code` | calls ended, by the status the client sees (`CANCELLED` for a reset or the client's cancel) |
+/// | `fleetsim_updates_sent_total` | counter | — | stream messages sent (load generation's counted once per pass) |
+/// | `fleetsim_faults_injected_total` | counter | `fault`: `status`, `reset`, `goaway`, `drop`, `latency` | injected faults |
+/// | `fleetsim_connections_open` | gauge | — | connections open, sampled every second |
+/// | `fleetsim_streams_open` | gauge | — | streaming `GetTrip` calls open |
 public final class FleetSim: Sendable {
   /// The configuration it runs with.
   public let configuration: FleetSimConfiguration
@@ -135,9 +148,10 @@ public final class FleetSim: Sendable {
 
   /// Samples the server's open connections into their gauge, every ``samplingInterval``.
   private func startSampler() {
-    let task = Task.detached { [server, metrics] in
+    // Holds the server weakly: a FleetSim let go without a shutdown still stops its server.
+    let task = Task.detached { [weak server, metrics] in
       while !Task.isCancelled {
-        let stats = await server.stats()
+        guard let stats = await server?.stats() else { return }
         metrics.connectionsOpen.record(stats.openConnections)
         try? await Task.sleep(for: Self.samplingInterval)
       }

@@ -9,16 +9,7 @@ import CoreMetrics
 import FleetEngineMessages
 import GRPCProtocol
 
-/// FleetSim's metrics.
-///
-/// | name | type | labels | what |
-/// |---|---|---|---|
-/// | `fleetsim_calls_started_total` | counter | `method` | calls that reached the service |
-/// | `fleetsim_calls_total` | counter | `method`, `code` | calls ended, by the status the client sees (`CANCELLED` for a reset or a client's cancel) |
-/// | `fleetsim_updates_sent_total` | counter | — | stream messages sent (load generation's included) |
-/// | `fleetsim_faults_injected_total` | counter | `fault`: `status`, `reset`, `goaway`, `drop`, `latency` | injected faults |
-/// | `fleetsim_connections_open` | gauge | — | connections open (sampled every second) |
-/// | `fleetsim_streams_open` | gauge | — | streaming `GetTrip` calls open |
+/// FleetSim's metrics (the table is on ``FleetSim``).
 ///
 /// `@unchecked Sendable`: created on any thread, then used only on the server's event loop (the
 /// per-method counters are made there on first use); the metric objects themselves are Sendable.

@@ -14,7 +14,7 @@ final class MeteredCall: GRPCServerCallContext, @unchecked Sendable {
   let base: any GRPCServerCallContext
   let method: String
   let isHealth: Bool
-  private unowned let router: FleetSimRouter
+  private weak var router: FleetSimRouter?
   private var ended = false
 
   init(base: any GRPCServerCallContext, method: String, isHealth: Bool, router: FleetSimRouter) {
@@ -61,7 +61,7 @@ final class MeteredCall: GRPCServerCallContext, @unchecked Sendable {
   private func end(_ code: GRPCStatusCode) {
     guard !ended else { return }
     ended = true
-    router.callEnded(self, code: code)
+    router?.callEnded(self, code: code)
   }
 }
 

@@ -113,6 +113,22 @@ private func pollUntil(timeout: Duration = .seconds(20), _ condition: () async -
   }
 }
 
+/// Whether a TCP connection to 127.0.0.1:`port` is accepted.
+private func acceptsConnections(port: Int) -> Bool {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  guard fd >= 0 else { return false }
+  defer { close(fd) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_port = UInt16(port).bigEndian
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  return withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+    }
+  }
+}
+
 // MARK: - Messages
 
 @Suite("grpc.health.v1 messages")
@@ -254,6 +270,20 @@ struct FleetSimLifecycleTests {
     #expect(end != nil)
     #expect(end?.status.message != "server shutting down")
     channel.close()
+  }
+
+  @Test func aFleetSimLetGoWithoutAShutdownStillStopsItsServer() async throws {
+    weak var released: FleetSim?
+    var port = 0
+    do {
+      let sim = try FleetSim(configuration: configuration(), logger: quiet)
+      port = try sim.start()
+      released = sim
+      // One sample of the connections gauge has been taken (the sampler holds the server only weakly).
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    #expect(await pollUntil { released == nil })
+    #expect(await pollUntil { !acceptsConnections(port: port) }, "127.0.0.1:\(port) still accepts connections")
   }
 
   // MARK: Metrics
