@@ -31,6 +31,11 @@ let products: [Product] = [
 let dependencies: [Package.Dependency] = [
   .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
   .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+  // Metrics through the swift-metrics API (library); Prometheus text format for the executables only.
+  .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+  .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+  // Service and ServiceGroup: graceful shutdown on signals (library).
+  .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
 ]
 
 let targets: [Target] = [
@@ -218,12 +223,20 @@ let targets: [Target] = [
       "JSONWebToken",
       "ProtoWire",
       .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
     name: "FleetSimTests",
-    dependencies: ["Primitives", "FleetSim", "FleetEngineMessages", "HTTP2Transport", "GRPCProtocol", "JSONWebToken"],
+    dependencies: [
+      "Primitives", "FleetSim", "FleetEngineMessages", "HTTP2Transport", "GRPCProtocol", "JSONWebToken", "ProtoWire",
+      .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "MetricsTestKit", package: "swift-metrics"),
+      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    ],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -269,6 +282,11 @@ let targets: [Target] = [
       "HTTP2Transport",
       "JSONWebToken",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "Prometheus", package: "swift-prometheus"),
+      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      .product(name: "UnixSignals", package: "swift-service-lifecycle"),
     ],
     swiftSettings: defaultSwiftSettings
   ),

@@ -80,17 +80,22 @@ public struct FleetSimConfiguration: Sendable {
   /// Synthetic streams for load tests instead of the simulated trips' progress; nil (the default)
   /// serves the simulation.
   public var load: LoadGeneration?
+  /// How long a graceful shutdown (``FleetSim/run()`` after graceful shutdown is triggered, or
+  /// ``FleetSim/shutdownGracefully(gracePeriod:)``) lets open calls finish before it ends those left
+  /// with UNAVAILABLE. Default 5 s.
+  public var shutdownGracePeriod: Duration
 
   /// A configuration.
   public init(
     simulation: SimulationConfiguration, updateInterval: Duration = .seconds(1), auth: Auth? = nil,
-    faults: FaultInjection = FaultInjection(), load: LoadGeneration? = nil
+    faults: FaultInjection = FaultInjection(), load: LoadGeneration? = nil, shutdownGracePeriod: Duration = .seconds(5)
   ) {
     self.simulation = simulation
     self.updateInterval = updateInterval
     self.auth = auth
     self.faults = faults
     self.load = load
+    self.shutdownGracePeriod = shutdownGracePeriod
   }
 }
 

@@ -5,6 +5,7 @@
 // journeysharing.v1.TripStreamService/GetTrip (server streaming: the whole trip,
 // then the changed fields). Runs on the server's event loop; no locks.
 
+import CoreMetrics
 import FleetEngineMessages
 import GRPCProtocol
 import HTTP2Transport
@@ -40,6 +41,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
   package var faults: FaultInjection
   package let simulator: TripSimulator
   let logger: Logger
+  let metrics: FleetSimMetrics
   private var counters = FleetSimStats()
   /// The synthetic streams, in load-generation mode.
   private let load: LoadGenerator?
@@ -50,20 +52,49 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     return stats
   }
   private var streams: [ObjectIdentifier: FollowedStream] = [:]
+  /// Load generation's streams, until they end.
+  private var loadStreams: [ObjectIdentifier: any GRPCServerCallContext] = [:]
   private var tickerRunning = false
   private var random: SplitMix64
 
-  package init(configuration: FleetSimConfiguration, logger: Logger) {
+  /// A service for `configuration`, logging to `logger`, recording to `metrics` (nowhere by default).
+  package init(configuration: FleetSimConfiguration, logger: Logger, metrics: FleetSimMetrics = .disabled()) {
     self.configuration = configuration
     self.simulator = TripSimulator(configuration: configuration.simulation)
     self.logger = logger
+    self.metrics = metrics
     self.faults = configuration.faults
     self.random = SplitMix64(seed: configuration.faults.seed)
-    self.load = configuration.load.map { LoadGenerator(profile: $0) }
+    self.load = configuration.load.map { LoadGenerator(profile: $0, updatesSent: metrics.updatesSent) }
   }
 
-  func countGoAway() { counters.injectedGoAways += 1 }
-  func countDrop() { counters.injectedDrops += 1 }
+  func countGoAway() {
+    counters.injectedGoAways += 1
+    metrics.countFault(.goaway)
+  }
+
+  func countDrop() {
+    counters.injectedDrops += 1
+    metrics.countFault(.drop)
+  }
+
+  /// One more (or, negative, fewer) stream open.
+  private func streamsOpenChanged(by delta: Int) {
+    counters.streamsOpen += delta
+    metrics.streamsOpen.record(counters.streamsOpen)
+  }
+
+  /// Ends every open stream (the simulated trips' and load generation's) with `status`: the end of a
+  /// graceful shutdown whose streams did not finish in time.
+  package func endStreams(_ status: GRPCStatus) {
+    let open = streams.values.map(\.call) + Array(loadStreams.values)
+    streams.removeAll()
+    loadStreams.removeAll()
+    for call in open {
+      streamsOpenChanged(by: -1)
+      call.finish(status)
+    }
+  }
 
   // MARK: - Dispatch
 
@@ -71,6 +102,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     let latency = faults.addedLatency
     if latency > .zero {
       counters.delayedCalls += 1
+      metrics.countFault(.latency)
       call.schedule(after: latency) { [self] in
         if !call.isClosed { dispatch(call) }
       }
@@ -97,6 +129,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
   private func admit(_ call: any GRPCServerCallContext, name: String) -> Int? {
     if faults.failureRate > 0, Double.random(in: 0..<1, using: &random) < faults.failureRate {
       counters.injectedFailures += 1
+      metrics.countFault(.status)
       call.finish(GRPCStatus(code: faults.failureCode, message: "injected failure"))
       return nil
     }
@@ -267,8 +300,13 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     send(first, on: stream, now: now)
     if let load {
       // Load generation: small updates until the client cancels.
-      counters.streamsOpen += 1
-      call.onCancel { [weak self] in self?.counters.streamsOpen -= 1 }
+      let key = ObjectIdentifier(call as AnyObject)
+      loadStreams[key] = call
+      streamsOpenChanged(by: 1)
+      call.onCancel { [weak self] in
+        guard let self, self.loadStreams.removeValue(forKey: key) != nil else { return }
+        self.streamsOpenChanged(by: -1)
+      }
       load.add(call, trip: trip, sequence: stream.sequence)
       return
     }
@@ -279,10 +317,10 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     }
     let key = ObjectIdentifier(call as AnyObject)
     streams[key] = stream
-    counters.streamsOpen += 1
+    streamsOpenChanged(by: 1)
     call.onCancel { [weak self] in
       guard let self, self.streams.removeValue(forKey: key) != nil else { return }
-      self.counters.streamsOpen -= 1
+      self.streamsOpenChanged(by: -1)
     }
     startTicker(using: call)
   }
@@ -294,6 +332,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     update.sendTime = Timestamp(unixTime: now)
     stream.call.send(update.serializedBytes())
     counters.updatesSent += 1
+    metrics.updatesSent.increment()
   }
 
   static func isFinal(_ trip: Trip) -> Bool {
@@ -325,7 +364,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     for (key, stream) in streams {
       if stream.call.isClosed {
         streams[key] = nil
-        counters.streamsOpen -= 1
+        streamsOpenChanged(by: -1)
         continue
       }
       let trip = simulator.trip(index: stream.index, atSimulatedSeconds: seconds, routeFormat: stream.routeFormat)
@@ -334,8 +373,9 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
         if faults.streamResetRate > 0, Double.random(in: 0..<1, using: &random) < faults.streamResetRate
         {
           counters.injectedResets += 1
+          metrics.countFault(.reset)
           streams[key] = nil
-          counters.streamsOpen -= 1
+          streamsOpenChanged(by: -1)
           stream.call.reset(errorCode: 8)  // CANCEL: the client sees CANCELLED and follows again.
           continue
         }
@@ -347,7 +387,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
       }
       if Self.isFinal(trip) {
         streams[key] = nil
-        counters.streamsOpen -= 1
+        streamsOpenChanged(by: -1)
         counters.streamsCompleted += 1
         stream.call.finish(.ok)
         continue

@@ -7,6 +7,7 @@
 // rather than one burst per period; without one, each pass sends one update to every
 // stream whose flow-control window has room. Runs on the server's event loop; no locks.
 
+import CoreMetrics
 import GRPCProtocol
 import Primitives
 import FleetEngineMessages
@@ -52,9 +53,12 @@ final class LoadGenerator {
   private var encodeBuffer: [UInt8] = []
   private(set) var sent = 0
   private var placed = 0
+  /// Counts updates sent, once per pass rather than per update.
+  private let updatesSent: Counter
 
-  init(profile: LoadGeneration) {
+  init(profile: LoadGeneration, updatesSent: Counter) {
     self.profile = profile
+    self.updatesSent = updatesSent
     if let rate = profile.updatesPerSecond {
       let period = 1e9 / rate
       slots = Array(repeating: [], count: max(1, Int(period / Double(Self.slotNanoseconds))))
@@ -86,9 +90,10 @@ final class LoadGenerator {
   }
 
   private func pass() {
+    let sentBefore = sent
+    defer { if sent > sentBefore { updatesSent.increment(by: Int64(sent - sentBefore)) } }
     let now = unixTime()
     if profile.updatesPerSecond == nil {
-      let sentBefore = sent
       serve(slot: 0, now: now, saturating: true)
       // Nothing had room: wait a little for WINDOW_UPDATEs instead of spinning.
       if slots[0].isEmpty { running = false; anchor = nil; return }

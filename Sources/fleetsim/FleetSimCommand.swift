@@ -3,19 +3,20 @@
 import Primitives
 import ArgumentParser
 import CLinuxSystem
+import CoreMetrics
 import FleetEngineMessages
 import FleetSim
 import GRPCProtocol
 import HTTP2Transport
-import Synchronization
+import Logging
+import Prometheus
+import ServiceLifecycle
 import ToolSupport
+import UnixSignals
 
 #if canImport(Glibc)
   import Glibc
 #endif
-
-/// Set by SIGINT/SIGTERM.
-private let stopRequested = Atomic<Bool>(false)
 
 @main
 struct FleetSimTool: AsyncParsableCommand {
@@ -38,7 +39,13 @@ struct FleetSimCommand: AsyncParsableCommand {
       Trips are named providers/{provider}/trips/trip-{i} for i in 0..<N. The state of every trip is a pure \
       function of --seed, the trip index and the time elapsed since --start-time, so a server restarted with \
       the same flags continues the same trips. The first line of output is `listening on HOST:PORT`; stats \
-      lines (`stats: key=value …`) follow every --stats-interval seconds and at exit.
+      lines (`stats: key=value …`) follow every --stats-interval seconds and at exit. With --metrics-listen, the \
+      second line is `metrics on HOST:PORT`, where `GET /metrics` answers the metrics in Prometheus' text format.
+
+      The server answers gRPC's health service (grpc.health.v1.Health: Check and Watch) for "", \
+      maps.fleetengine.v1.TripService and journeysharing.v1.TripStreamService. SIGTERM or SIGINT drains it: health \
+      turns NOT_SERVING, every connection gets GOAWAY, open calls get --drain-timeout seconds to finish (those left \
+      end with UNAVAILABLE), then the final stats line is printed and fleetsim exits 0.
 
       With --jwt-secret or --jwt-public-key, every call needs a token whose claims pass Fleet Engine's checks: \
       aud https://fleetengine.googleapis.com/, iss equal to sub (and to --jwt-issuer when given), iat and exp \
@@ -107,8 +114,18 @@ struct FleetSimCommand: AsyncParsableCommand {
   @Option(name: .customLong("stats-interval"), help: "Print a stats line every S seconds (0: only at exit).")
   var statsInterval = 0.0
 
-  @Option(help: "Exit after S seconds (default: run until SIGINT or SIGTERM).")
+  @Option(help: "Drain and exit after S seconds (default: run until SIGINT or SIGTERM).")
   var duration: Double?
+
+  @Option(
+    name: .customLong("drain-timeout"),
+    help: "Seconds open calls get to finish on SIGTERM or SIGINT before they are ended with UNAVAILABLE.")
+  var drainTimeout = 5.0
+
+  @Option(
+    name: .customLong("metrics-listen"),
+    help: "Serve metrics in Prometheus' text format on HOST:PORT at /metrics (port 0 picks one).")
+  var metricsListen: String?
 
   @Option(
     name: .customLong("load-rate"),
@@ -172,6 +189,11 @@ struct FleetSimCommand: AsyncParsableCommand {
     guard maxConnectionRequestBytes > 0, maxRequestBytes > 0 else {
       throw ValidationError("--max-connection-request-bytes and --max-request-bytes must be > 0")
     }
+    guard drainTimeout >= 0, drainTimeout.isFinite else { throw ValidationError("--drain-timeout must be ≥ 0") }
+    if let duration, !(duration >= 0 && duration.isFinite) { throw ValidationError("--duration must be ≥ 0") }
+    if let metricsListen, MetricsHTTPServer.parse(metricsListen) == nil {
+      throw ValidationError("--metrics-listen must be HOST:PORT")
+    }
   }
 
   static func statusCode(_ text: String) -> GRPCStatusCode? {
@@ -218,45 +240,52 @@ struct FleetSimCommand: AsyncParsableCommand {
     if let loadRate { load = LoadGeneration(updatesPerSecond: loadRate) }
     if loadSaturate { load = LoadGeneration(updatesPerSecond: nil) }
     let configuration = FleetSimConfiguration(
-      simulation: simulation, updateInterval: Self.seconds(updateInterval), auth: auth, faults: faults, load: load)
+      simulation: simulation, updateInterval: Self.seconds(updateInterval), auth: auth, faults: faults, load: load,
+      shutdownGracePeriod: Self.seconds(drainTimeout))
     var tls: TLSServerConfiguration?
     if let tlsCert, let tlsKey { tls = TLSServerConfiguration(certificateChainFile: tlsCert, privateKeyFile: tlsKey) }
-    // Before `listening on` is printed: a SIGTERM sent as soon as that line is read must still end in the final
-    // stats line, not in the default action (death without one).
-    signal(SIGINT) { _ in stopRequested.store(true, ordering: .relaxed) }
-    signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
     signal(SIGPIPE, SIG_IGN)
+    // Metrics go to a registry of this run's own, which the endpoint serves (nothing is recorded without one).
+    var registry: PrometheusCollectorRegistry?
+    var metricsServer: MetricsHTTPServer?
+    if let metricsListen {
+      let prometheus = PrometheusCollectorRegistry()
+      registry = prometheus
+      metricsServer = try MetricsHTTPServer(listen: metricsListen) { prometheus.emitToBuffer() }
+    }
+    defer { metricsServer?.stop() }
     let sim: FleetSim
     do {
       let listen = GRPCServerConfiguration(
         host: host, port: port, tls: tls, maxConcurrentStreams: maxConcurrentStreams,
         maxRequestBytesPerConnection: maxConnectionRequestBytes, maxRequestBytes: maxRequestBytes,
         maxConnections: maxConnections, idleTimeout: idleTimeout > 0 ? Self.seconds(idleTimeout) : nil)
-      sim = try FleetSim(configuration: configuration, listen: listen)
+      sim = try FleetSim(
+        configuration: configuration, listen: listen,
+        metricsFactory: registry.map { PrometheusMetricsFactory(registry: $0) } ?? NOOPMetricsHandler.instance)
     } catch {
       // The TLS certificate or key, or a JWT key, could not be used.
       throw ToolFailure(.invalidInput, error.message)
     }
-    do {
-      let bound = try sim.start()
-      print("listening on \(host.contains(":") ? "[\(host)]" : host):\(bound)")
-    } catch {
-      throw ToolFailure(.cannotListen, error.message)
+    // SIGTERM and SIGINT trigger the group's graceful shutdown, which drains the server. The group traps them
+    // before it runs the service that prints `listening on`: a SIGTERM sent as soon as that line is read still
+    // ends in a drain and the final stats line, not in the default action (death without one).
+    var services = [
+      ServiceGroupConfiguration.ServiceConfiguration(
+        service: ServeService(
+          sim: sim, listeningHost: host, metricsAddress: metricsServer?.address, statsInterval: statsInterval))
+    ]
+    if let duration {
+      services.append(
+        ServiceGroupConfiguration.ServiceConfiguration(
+          service: DurationService(duration: Self.seconds(duration)), successTerminationBehavior: .gracefullyShutdownGroup))
     }
-
-    let started = unixTime()
-    var lastStats = started
-    while !stopRequested.load(ordering: .relaxed) {
-      try? await Task.sleep(for: .milliseconds(100))
-      let now = unixTime()
-      if let duration, now - started >= duration { break }
-      if statsInterval > 0, now - lastStats >= statsInterval {
-        lastStats = now
-        print("stats: \(await sim.stats()) \(Self.describe(await sim.serverStats()))")
-      }
-    }
-    print("stats: \(await sim.stats()) \(Self.describe(await sim.serverStats()))")
-    await sim.shutdown()
+    var logger = Logger(label: "fleetsim")
+    logger.logLevel = .notice
+    let group = ServiceGroup(
+      configuration: ServiceGroupConfiguration(
+        services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+    try await group.run()
   }
 
   /// The server's connection and request-bound counters, as `key=value` pairs for the stats line.
@@ -265,6 +294,56 @@ struct FleetSimCommand: AsyncParsableCommand {
       + "connections_refused=\(stats.connectionsRefused) connections_closed_idle=\(stats.connectionsClosedIdle) "
       + "accept_pauses=\(stats.acceptPauses) requests_refused=\(stats.requestsRefused) "
       + "request_bytes=\(stats.bufferedRequestBytes) peak_request_bytes=\(stats.peakBufferedRequestBytes)"
+  }
+}
+
+/// Serves the simulation until graceful shutdown, then drains it and prints the final stats line. Prints
+/// `listening on HOST:PORT` once bound (and `metrics on HOST:PORT` when there is an endpoint), and a stats
+/// line every `statsInterval` seconds when that is above 0.
+struct ServeService: Service {
+  let sim: FleetSim
+  let listeningHost: String
+  let metricsAddress: String?
+  let statsInterval: Double
+
+  func run() async throws {
+    let bound: Int
+    do {
+      bound = try sim.start()
+    } catch {
+      throw ToolFailure(.cannotListen, error.message)
+    }
+    print("listening on \(listeningHost.contains(":") ? "[\(listeningHost)]" : listeningHost):\(bound)")
+    if let metricsAddress { print("metrics on \(metricsAddress)") }
+    let sim = sim
+    let interval = statsInterval
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      if interval > 0 {
+        group.addTask {
+          while true {
+            try await Task.sleep(for: FleetSimCommand.seconds(interval))
+            print(await Self.statsLine(sim))
+          }
+        }
+      }
+      // Serves until graceful shutdown, then drains; returns once the connections are closed.
+      try await sim.run()
+      group.cancelAll()
+    }
+    print(await Self.statsLine(sim))
+  }
+
+  static func statsLine(_ sim: FleetSim) async -> String {
+    "stats: \(await sim.stats()) \(FleetSimCommand.describe(await sim.serverStats()))"
+  }
+}
+
+/// Returns after `duration` (or at graceful shutdown), which shuts the group down gracefully: `--duration`.
+struct DurationService: Service {
+  let duration: Duration
+
+  func run() async throws {
+    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
   }
 }
 

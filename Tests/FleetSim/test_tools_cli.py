@@ -24,7 +24,7 @@ FAST = ["--trips", "3", "--speedup", "600", "--update-interval", "0.1"]
 
 
 def release_version() -> str:
-    match = re.search(r'static let version = "([0-9.]+)"', (ROOT / "Sources/ProtoWire/Release.swift").read_text())
+    match = re.search(r'static let version = "([0-9.]+)"', (ROOT / "Sources/Primitives/Release.swift").read_text())
     assert match
     return match.group(1)
 

@@ -1,0 +1,299 @@
+// Sources/ToolSupport/MetricsHTTPServer.swift - `GET /metrics` over HTTP/1.1, on a thread of its own
+//
+// The endpoint a Prometheus server scrapes (`--metrics-listen HOST:PORT`): a blocking accept loop on
+// one thread, one request per connection, answered and closed. Small on purpose: no keep-alive, no
+// chunking, no request bodies. A client gets at most `requestTimeout` to send its request head (at
+// most 8 KiB); the next connection waits behind it, which is what a scrape endpoint can afford.
+
+import Primitives
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A small HTTP/1.1 server for a metrics endpoint: `GET` (and `HEAD`) of ``path`` answers 200 with
+/// what `render` returns, another method on it 405, any other path 404, a malformed request 400.
+///
+/// ```swift
+/// let server = try MetricsHTTPServer(listen: "127.0.0.1:9464") { registry.emitToBuffer() }
+/// print("metrics on \(server.address)")
+/// …
+/// server.stop()
+/// ```
+package final class MetricsHTTPServer: Sendable {
+  /// The bound address as `HOST:PORT` (`[HOST]:PORT` for IPv6), with the port the system picked for 0.
+  package let address: String
+  /// The bound port.
+  package let port: Int
+  /// The path served.
+  package let path: String
+  private let listenFD: Int32
+  /// Written to once by ``stop()`` to wake the accept loop.
+  private let wakeWriteFD: Int32
+  private let thread = Locked<pthread_t?>(nil)
+
+  /// The largest request head read (request line and headers).
+  static let maxRequestHead = 8 << 10
+
+  /// Binds `listen` (`HOST:PORT`, `[IPv6]:PORT`; port 0 picks a free one) and starts serving.
+  ///
+  /// - Parameters:
+  ///   - contentType: the `Content-Type` of a 200 answer; default Prometheus' text format 0.0.4.
+  ///   - requestTimeout: how long a client may take to send its request head, and to take the answer.
+  ///   - render: the body of a 200 answer, called on the server's thread for each request.
+  /// - Throws: ``ToolFailure`` (``ToolExit/usage`` for a malformed address, ``ToolExit/cannotListen``
+  ///   when it cannot be bound).
+  package init(
+    listen: String, path: String = "/metrics", contentType: String = "text/plain; version=0.0.4; charset=utf-8",
+    requestTimeout: Duration = .seconds(2), render: @escaping @Sendable () -> [UInt8]
+  ) throws(ToolFailure) {
+    guard let (host, requestedPort) = Self.parse(listen) else {
+      throw ToolFailure(.usage, "--metrics-listen must be HOST:PORT, not \(listen)")
+    }
+    let fd = try Self.bind(host: host, port: requestedPort, option: listen)
+    var pipeFDs: [Int32] = [-1, -1]
+    guard pipe(&pipeFDs) == 0 else {
+      close(fd)
+      throw ToolFailure(.cannotListen, "metrics endpoint: pipe failed (errno \(errno))")
+    }
+    for pipeFD in pipeFDs { _ = fcntl(pipeFD, F_SETFD, FD_CLOEXEC) }
+    let bound = Self.boundPort(fd) ?? requestedPort
+    self.listenFD = fd
+    self.wakeWriteFD = pipeFDs[1]
+    self.port = bound
+    self.path = path
+    self.address = "\(host.contains(":") ? "[\(host)]" : host):\(bound)"
+    let loop = AcceptLoop(
+      listenFD: fd, wakeReadFD: pipeFDs[0], path: path, contentType: contentType, requestTimeout: requestTimeout,
+      render: render)
+    let box = Unmanaged.passRetained(loop)
+    var tid = pthread_t()
+    let rc = pthread_create(
+      &tid, nil,
+      { raw in
+        Unmanaged<AcceptLoop>.fromOpaque(raw!).takeRetainedValue().run()
+        return nil
+      }, box.toOpaque())
+    guard rc == 0 else {
+      box.release()
+      close(fd)
+      close(pipeFDs[0])
+      close(pipeFDs[1])
+      throw ToolFailure(.cannotListen, "metrics endpoint: no thread could be started (\(rc))")
+    }
+    thread.withLock { $0 = tid }
+  }
+
+  deinit { stop() }
+
+  /// Stops serving: the listener closes and the thread ends (after the request it may be answering).
+  /// Safe to call more than once.
+  package func stop() {
+    guard let tid = thread.withLock({ current -> pthread_t? in
+      defer { current = nil }
+      return current
+    }) else { return }
+    var one: UInt8 = 1
+    _ = write(wakeWriteFD, &one, 1)
+    pthread_join(tid, nil)
+    close(wakeWriteFD)
+  }
+
+  // MARK: - Addresses
+
+  /// `HOST:PORT` or `[HOST]:PORT` as its parts; nil when malformed.
+  package static func parse(_ text: String) -> (String, Int)? {
+    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+      (0...65535).contains(port)
+    else { return nil }
+    var host = String(text[..<colon])
+    if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    guard !host.isEmpty, !host.contains("[") else { return nil }
+    return (host, port)
+  }
+
+  /// A listening socket on the first address of `host` that binds.
+  private static func bind(host: String, port: Int, option: String) throws(ToolFailure) -> Int32 {
+    var hints = addrinfo()
+    hints.ai_family = AF_UNSPEC
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+    var list: UnsafeMutablePointer<addrinfo>?
+    let rc = getaddrinfo(host, String(port), &hints, &list)
+    guard rc == 0, let list else {
+      throw ToolFailure(.cannotListen, "metrics endpoint \(option): \(String(cString: gai_strerror(rc)))")
+    }
+    defer { freeaddrinfo(list) }
+    var lastError: Int32 = 0
+    var entry: UnsafeMutablePointer<addrinfo>? = list
+    while let current = entry {
+      entry = current.pointee.ai_next
+      let fd = socket(current.pointee.ai_family, current.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
+      if fd < 0 {
+        lastError = errno
+        continue
+      }
+      var on: Int32 = 1
+      _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+      if Glibc.bind(fd, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0, listen(fd, 16) == 0 {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        return fd
+      }
+      lastError = errno
+      close(fd)
+    }
+    throw ToolFailure(.cannotListen, "metrics endpoint \(option): \(String(cString: strerror(lastError)))")
+  }
+
+  private static func boundPort(_ fd: Int32) -> Int? {
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let rc = withUnsafeMutablePointer(to: &storage) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard rc == 0 else { return nil }
+    switch Int32(storage.ss_family) {
+    case AF_INET:
+      return withUnsafePointer(to: &storage) {
+        $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+      }
+    case AF_INET6:
+      return withUnsafePointer(to: &storage) {
+        $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+      }
+    default:
+      return nil
+    }
+  }
+}
+
+/// The server's thread: accepts, answers, closes; ends when the wake pipe is written to.
+private final class AcceptLoop: Sendable {
+  let listenFD: Int32
+  let wakeReadFD: Int32
+  let path: String
+  let contentType: String
+  let requestTimeout: Duration
+  let render: @Sendable () -> [UInt8]
+
+  init(
+    listenFD: Int32, wakeReadFD: Int32, path: String, contentType: String, requestTimeout: Duration,
+    render: @escaping @Sendable () -> [UInt8]
+  ) {
+    self.listenFD = listenFD
+    self.wakeReadFD = wakeReadFD
+    self.path = path
+    self.contentType = contentType
+    self.requestTimeout = requestTimeout
+    self.render = render
+  }
+
+  func run() {
+    defer {
+      close(listenFD)
+      close(wakeReadFD)
+    }
+    var fds = [
+      pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0),
+    ]
+    while true {
+      fds[0].revents = 0
+      fds[1].revents = 0
+      let ready = poll(&fds, 2, -1)
+      if ready < 0 {
+        if errno == EINTR { continue }
+        return
+      }
+      if fds[1].revents != 0 { return }
+      let client = accept(listenFD, nil, nil)
+      if client < 0 {
+        // EAGAIN: another wake-up took it; out of descriptors: wait a little rather than spin.
+        if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM { usleep(100_000) }
+        continue
+      }
+      _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+      serve(client)
+      close(client)
+    }
+  }
+
+  /// Reads one request head and answers it.
+  private func serve(_ fd: Int32) {
+    let (seconds, attoseconds) = requestTimeout.components
+    var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var head: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 2048)
+    while Self.endOfHead(in: head) == nil {
+      guard head.count < MetricsHTTPServer.maxRequestHead else {
+        respond(fd, status: "431 Request Header Fields Too Large", body: Array("request head too large\n".utf8))
+        return
+      }
+      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if count <= 0 { return }  // closed, timed out or failed before a whole head: nothing to answer
+      head.append(contentsOf: buffer[0..<count])
+    }
+    guard let request = Self.requestLine(head) else {
+      respond(fd, status: "400 Bad Request", body: Array("malformed request\n".utf8))
+      return
+    }
+    let target = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+    guard target == path else {
+      respond(fd, status: "404 Not Found", body: Array("not found; metrics are at \(path)\n".utf8))
+      return
+    }
+    switch request.method {
+    case "GET": respond(fd, status: "200 OK", contentType: contentType, body: render())
+    case "HEAD": respond(fd, status: "200 OK", contentType: contentType, body: render(), headOnly: true)
+    default:
+      respond(
+        fd, status: "405 Method Not Allowed", extraHeaders: "Allow: GET, HEAD\r\n",
+        body: Array("method not allowed\n".utf8))
+    }
+  }
+
+  /// The offset just past `\r\n\r\n` in `bytes`, if there is one.
+  static func endOfHead(in bytes: [UInt8]) -> Int? {
+    guard bytes.count >= 4 else { return nil }
+    for index in 0...(bytes.count - 4)
+    where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+      return index + 4
+    }
+    return nil
+  }
+
+  /// The method and target of an `HTTP/1.x` request line; nil when malformed.
+  static func requestLine(_ head: [UInt8]) -> (method: String, target: String)? {
+    guard let end = head.firstIndex(of: 13) else { return nil }
+    let parts = head[..<end].split(separator: 32, omittingEmptySubsequences: false)
+    guard parts.count == 3, !parts[0].isEmpty, parts[1].first == UInt8(ascii: "/"),
+      parts[2].starts(with: Array("HTTP/1.".utf8))
+    else { return nil }
+    return (String(decoding: parts[0], as: UTF8.self), String(decoding: parts[1], as: UTF8.self))
+  }
+
+  private func respond(
+    _ fd: Int32, status: String, contentType: String = "text/plain; charset=utf-8", extraHeaders: String = "",
+    body: [UInt8], headOnly: Bool = false
+  ) {
+    let header =
+      "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n"
+      + "\(extraHeaders)Connection: close\r\n\r\n"
+    guard sendAll(fd, Array(header.utf8)), !headOnly else { return }
+    _ = sendAll(fd, body)
+  }
+
+  private func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+      let sent = bytes.withUnsafeBytes {
+        send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+      }
+      if sent < 0 && errno == EINTR { continue }
+      if sent <= 0 { return false }
+      offset += sent
+    }
+    return true
+  }
+}
