@@ -1,39 +1,4 @@
 // Sources/NATSClient/NATSConnection.swift - a connection to a NATS server or cluster, its events, core publish/subscribe
-//
-// NATSClient: a small Swift API over libnats 3.4 (the NATS C client, Debian libnats-dev) for NATS and
-// JetStream. It is the only module that imports CNATS.
-//
-// Threading model
-// - libnats runs threads of its own per connection: a reader, a flusher, a pinger, a thread that delivers
-//   connection events, and timer and delivery threads for subscriptions and JetStream. Everything that
-//   arrives from the network is parsed there, by libnats.
-// - Every libnats call that can block (connect, flush, publish, JetStream API requests, publish with an
-//   ack, fetch, next message, acks, close, drain, destroying objects) runs on this module's own threads,
-//   `BlockingThreadPool`: the async methods submit the call there and suspend the calling task. Nothing
-//   blocks Swift's cooperative thread pool or another library's event loop. The pool grows when all its
-//   threads are busy (a long fetch never holds up a publish) and shrinks when idle.
-// - Callbacks from libnats' threads (connection events, asynchronous errors, asynchronous publish acks)
-//   only look up their target by number (`CallbackRegistry`), update state under a mutex and resume a
-//   continuation or yield to an `AsyncStream`; they never call back into libnats' blocking API and never
-//   run user code on libnats' threads.
-// - Objects that own libnats objects are Sendable. A received JetStream message keeps its subscription and
-//   connection alive, so it can be acked from any task or thread for as long as it exists; acks of one
-//   message are serialized.
-//
-// Reconnects (what libnats does)
-// - When the connection breaks (server killed, network error, missed pings), libnats reports
-//   ``NATSConnectionEvent/disconnected`` and tries the known servers in turn: the configured ones plus those
-//   the cluster announced. After trying every server it waits the reconnect wait (plus jitter) and starts
-//   over, forever under ``NATSConnectionConfiguration/Reconnect/forever(wait:)``. On success it reports
-//   ``NATSConnectionEvent/reconnected(server:)``, re-creates every subscription on the new server and sends
-//   what was published meanwhile (kept in the reconnect buffer, 8 MiB by default).
-// - Requests pending across a reconnect (JetStream API calls, synchronous publishes) wait for their
-//   timeout unless `failRequestsOnDisconnect` is set. Asynchronous publishes whose ack does not come back
-//   in time fail with ``NATSError/Code/timeout``; with a `Nats-Msg-Id`, publishing them again is safe.
-// - Pull subscriptions survive a reconnect, but a fetch whose pull request was lost with the old server
-//   returns empty at its timeout; the next fetch goes to the new one. Ordered consumers re-create their
-//   server-side consumer by themselves after a gap or missed heartbeats.
-// - ``NATSConnectionEvent/closed`` is final: after it nothing reconnects.
 
 internal import CNATS
 package import Logging

@@ -26,6 +26,8 @@ extension NATSClientTests {
         let consumerInfo = try await retrying { try await js.createOrUpdateConsumer(stream: "FOLLOW", consumer) }
         #expect(consumerInfo.cluster?.replicas.count == 2)
         let subscription = try await js.pullSubscription(stream: "FOLLOW", consumer: "relays")
+        let known = try await connection.knownServers()
+        #expect(Set(cluster.urls).isSubset(of: Set(known)), "\(known)")
 
         // Before: 50 follow requests and 50 trip updates.
         try await publishAll(js, subject: "follow.p", ids: 0..<50)
@@ -34,15 +36,34 @@ extension NATSClientTests {
         try await drain(subscription, into: &processed, until: 50)
         #expect(processed.count == 50)
 
-        // Kill the server that leads the stream: the others elect a new leader.
+        // A second client on the server that leads the stream: killing that server takes both its
+        // connection and the stream's leader (the other two elect a new one).
         let before = try await retrying { try await js.streamInfo("FOLLOW") }
         let leaderName = try #require(before.cluster?.leader)
         let victim = try #require(cluster.servers.first { $0.configuration.name == leaderName })
+        let onLeader = try await connect([victim.url] + cluster.urls.filter { $0 != victim.url }, name: "on-leader") {
+          $0.randomizeServers = false
+        }
+        #expect(await onLeader.connectedServer() == victim.url)
+        let leaderJS = try onLeader.jetStream()
+        let leaderSubscription = try await leaderJS.pullSubscription(stream: "FOLLOW", consumer: "relays")
+        let events = onLeader.events()
         victim.kill()
+        let reconnected = await firstEvent(in: events, timeout: .seconds(30)) {
+          if case .reconnected = $0 { return true } else { return false }
+        }
+        guard case .reconnected(let newServer) = reconnected else {
+          Issue.record("the client on the killed server did not reconnect: \(String(describing: reconnected))")
+          return
+        }
+        #expect(newServer != nil && newServer != victim.url)
 
         // During: 50 more of each, with retries (the same Nats-Msg-Id makes a retry safe), and fetching.
-        try await publishAll(js, subject: "follow.p", ids: 50..<100)
-        try await publishAll(js, subject: "trips.p", ids: 50..<100)
+        // Both clients publish and fetch: the one that lost its server, and the other.
+        try await publishAll(leaderJS, subject: "follow.p", ids: 50..<75)
+        try await publishAll(js, subject: "follow.p", ids: 75..<100)
+        try await publishAll(leaderJS, subject: "trips.p", ids: 50..<100)
+        try await drain(leaderSubscription, into: &processed, until: 75)
         try await drain(subscription, into: &processed, until: 100)
         #expect(processed == Set((0..<100).map { "follow.p-\($0)" }))
         let during = try await retrying { try await js.streamInfo("FOLLOW") }
@@ -69,6 +90,7 @@ extension NATSClientTests {
         try await publishAll(js, subject: "follow.p", ids: 100..<110)
         try await drain(subscription, into: &processed, until: 110)
         #expect(processed.count == 110)
+        await onLeader.close()
         await connection.close()
       }
     }

@@ -163,7 +163,27 @@ public final class NATSServerProcess: @unchecked Sendable {
   public func stop() {
     guard let process = lock.withLock({ self.process }), process.isRunning else { return }
     process.terminate()
+    Glibc.kill(process.processIdentifier, SIGCONT)  // in case it was suspended
     process.waitUntilExit()
+  }
+
+  /// SIGSTOP: the server freezes with its sockets open (clients see no error, only silence), as a hung or
+  /// partitioned server. ``resume()`` lets it go on.
+  /// Returns once every thread of the server is stopped (the signal takes effect asynchronously).
+  public func suspend() {
+    guard let process = lock.withLock({ self.process }), process.isRunning else { return }
+    let pid = process.processIdentifier
+    Glibc.kill(pid, SIGSTOP)
+    for _ in 0..<500 {
+      if allThreadsStopped(pid) { return }
+      usleep(2_000)
+    }
+  }
+
+  /// SIGCONT: a suspended server goes on.
+  public func resume() {
+    guard let process = lock.withLock({ self.process }), process.isRunning else { return }
+    Glibc.kill(process.processIdentifier, SIGCONT)
   }
 
   /// Starts the server again (after ``kill()`` or ``stop()``) on the same ports with the same store.
@@ -316,6 +336,20 @@ public func makeTemporaryDirectory(prefix: String) throws -> String {
 /// Deletes `path` and everything in it (errors ignored: for test cleanup).
 public func removeDirectory(_ path: String) {
   try? FileManager.default.removeItem(atPath: path)
+}
+
+/// True when every thread of process `pid` is in the stopped state (`T` in /proc/PID/task/TID/stat).
+private func allThreadsStopped(_ pid: Int32) -> Bool {
+  guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return false }
+  for thread in threads {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/stat", encoding: .utf8),
+      let close = stat.lastIndex(of: ")")
+    else { return false }
+    // "TID (comm) S ...": the state follows the command name's closing parenthesis.
+    let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+    if state != "T" && state != "t" { return false }
+  }
+  return !threads.isEmpty
 }
 
 /// A plain HTTP/1.0 GET to 127.0.0.1:`port` (the monitoring endpoint); nil when nothing answers.
