@@ -11,7 +11,6 @@
 // `threadsKept`. Jobs beyond `maxThreads` wait in FIFO order.
 
 internal import CNATS
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -81,7 +80,7 @@ final class BlockingThreadPool: @unchecked Sendable {
 
   /// Runs `body` on a pool thread and returns its result to the calling task, which stays suspended meanwhile.
   func run<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Value, Never>) in
+    await withCheckedContinuation { (continuation: CheckedContinuation<Value, Never>) in
       submit { continuation.resume(returning: body()) }
     }
   }

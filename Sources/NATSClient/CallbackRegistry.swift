@@ -6,7 +6,6 @@
 // closure is a number instead, and the callback looks the number up here; a number whose object has
 // been removed finds nothing and the callback does nothing (beyond freeing what libnats handed over).
 
-import Synchronization
 
 /// The number a callback target is registered under; libnats gets it as the callback's closure pointer.
 struct CallbackID: Sendable, Hashable {
@@ -18,7 +17,7 @@ struct CallbackID: Sendable, Hashable {
 
 /// Numbers handed to libnats as callback closures, mapped to the objects that handle the callbacks.
 final class CallbackRegistry<Target: AnyObject & Sendable>: Sendable {
-  private let state = Mutex<(next: UInt, targets: [UInt: Target])>((1, [:]))
+  private let state = Locked<(next: UInt, targets: [UInt: Target])>((1, [:]))
 
   /// Registers `target` under a new number (never 0, so its closure pointer is never NULL).
   func register(_ target: Target) -> CallbackID {

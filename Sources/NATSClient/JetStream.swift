@@ -1,7 +1,6 @@
 // Sources/NATSClient/JetStream.swift - a JetStream context: streams, consumers, publishing, subscriptions
 
 internal import CNATS
-import Synchronization
 
 extension NATSConnection {
   /// A JetStream context on this connection (libnats' `jsCtx`); cheap to make, makes no request.

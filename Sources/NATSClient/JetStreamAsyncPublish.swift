@@ -6,7 +6,6 @@
 // address can only be reused after its entry is gone.
 
 internal import CNATS
-import Synchronization
 
 /// The outcomes of one ``JetStream/publish(batch:timeout:)`` call, filled in as acks arrive.
 final class PublishBatch: Sendable {
@@ -16,10 +15,10 @@ final class PublishBatch: Sendable {
     var waiter: CheckedContinuation<Void, Never>?
   }
 
-  private let state: Mutex<State>
+  private let state: Locked<State>
 
   init(count: Int) {
-    state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count, waiter: nil))
+    state = Locked(State(results: Array(repeating: nil, count: count), remaining: count, waiter: nil))
   }
 
   /// Records the outcome of message `index` (the first outcome counts); wakes the waiter after the last one.
@@ -64,7 +63,7 @@ final class AsyncPublishTracker: Sendable {
     let index: Int
   }
 
-  private let pending = Mutex<[UInt: Entry]>([:])
+  private let pending = Locked<[UInt: Entry]>([:])
 
   /// Notes that `message` is message `index` of `batch`; call before handing it to libnats.
   func register(_ message: OpaquePointer, batch: PublishBatch, index: Int) {

@@ -1,7 +1,6 @@
 // Sources/NATSClient/JetStreamMessage.swift - a message delivered by a JetStream consumer, and its acks
 
 internal import CNATS
-import Synchronization
 
 extension JetStream {
   /// Where a delivered message sits in its stream and consumer (parsed by libnats from the reply subject).
@@ -113,7 +112,7 @@ final class NativeMessage: @unchecked Sendable {
   // points to (and its connection) alive as long as the message.
   private let pointer: OpaquePointer
   private let subscription: SubscriptionHandle
-  private let serializer = Mutex<Void>(())
+  private let serializer = SerialLock()
 
   init(_ pointer: OpaquePointer, subscription: SubscriptionHandle) {
     self.pointer = pointer
@@ -130,7 +129,7 @@ final class NativeMessage: @unchecked Sendable {
     _ kind: String, _ ack: @escaping @Sendable (OpaquePointer) -> natsStatus
   ) async throws(NATSError) {
     try await BlockingThreadPool.shared.run { () throws(NATSError) in
-      try self.serializer.withLock { _ throws(NATSError) in
+      try self.serializer.withLock { () throws(NATSError) in
         let status = ack(self.pointer)
         try checkStatus(status, "\(kind) of \(string(natsMsg_GetSubject(self.pointer)) ?? "?")")
       }

@@ -1,7 +1,6 @@
 // Sources/NATSClient/JetStreamSubscriptions.swift - pull subscriptions (fetch) and ordered consumers (next)
 
 internal import CNATS
-import Synchronization
 
 extension JetStream {
   /// A pull subscription bound to a consumer: ``fetch(batch:timeout:)`` asks the server for messages.
@@ -15,7 +14,7 @@ extension JetStream {
     /// The consumer's name.
     package let consumer: String
     let handle: SubscriptionHandle
-    private let fetchLock = Mutex<Void>(())
+    private let fetchLock = SerialLock()
 
     init(stream: String, consumer: String, handle: SubscriptionHandle) {
       self.stream = stream
@@ -37,7 +36,7 @@ extension JetStream {
       }
       let handle = handle
       let pointers = try await BlockingThreadPool.shared.run { () throws(NATSError) -> [UncheckedPointer] in
-        try self.fetchLock.withLock { _ throws(NATSError) -> [UncheckedPointer] in
+        try self.fetchLock.withLock { () throws(NATSError) -> [UncheckedPointer] in
           var list = natsMsgList()
           var code = jsErrCode(rawValue: 0)
           let status = natsSubscription_Fetch(

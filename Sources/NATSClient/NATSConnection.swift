@@ -2,7 +2,6 @@
 
 internal import CNATS
 package import Logging
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -344,7 +343,7 @@ final class ConnectionEventSink: Sendable {
     var closeWaiters: [CheckedContinuation<Void, Never>] = []
   }
 
-  private let stateLock = Mutex(State())
+  private let stateLock = Locked(State())
   let logger: Logger
 
   init(logger: Logger) {
