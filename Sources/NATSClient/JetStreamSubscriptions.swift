@@ -28,6 +28,11 @@ extension JetStream {
     /// delivers counts against the consumer's MaxAckPending until it is acked (or its AckWait runs out).
     /// While the connection is reconnecting, or the consumer's leader is being elected, fetches return
     /// empty (or throw a transient ``NATSError``); keep fetching.
+    ///
+    /// A pull request can outlive the fetch that sent it (the server's expiry races the client's wait), and
+    /// while MaxAckPending is reached nats-server 2.9 answers none, so `fetch` then waits its whole timeout.
+    /// Messages such a request brings later wait in the subscription and come first in the next fetch; a
+    /// subscription that stops fetching leaves them unacked until AckWait sends them elsewhere.
     package func fetch(batch: Int, timeout: Duration) async throws(NATSError) -> [Message] {
       let operation = "fetch from \(consumer) on \(stream)"
       guard batch > 0 else { throw NATSError(code: .invalidArgument, message: "\(operation): batch must be positive") }
