@@ -104,6 +104,7 @@ package struct NATSError: Error, Sendable, Hashable, CustomStringConvertible {
     [.timeout, .connectionDisconnected, .noResponders, .notYetConnected, .staleConnection, .ioError].contains(code)
   }
 
+  /// `NATSError(26 Timeout): fetch from relays on FOLLOW: Timeout`, with the JetStream code when there is one.
   package var description: String {
     jetStreamCode == 0
       ? "NATSError(\(code.rawValue) \(code)): \(message)"

@@ -45,6 +45,31 @@ extension NATSClientTests {
       }
     }
 
+    @Test("a batch still waiting for its acks when the connection closes ends with failures, not a hang")
+    func batchOutlivingItsConnection() async throws {
+      try await withNATSServer { server in
+        let connection = try await connect([server.url])
+        let js = try connection.jetStream()
+        _ = try await js.createOrUpdateStream(JetStream.StreamConfiguration(name: "TRIPS", subjects: ["trips.>"]))
+        server.server.suspend()
+        defer { server.server.resume() }
+        let batch = (0..<10).map {
+          JetStream.OutboundMessage(subject: "trips.p.t\($0)", data: [], messageID: "t\($0)")
+        }
+        let publishing = Task { await js.publish(batch: batch, timeout: .seconds(3)) }
+        try await Task.sleep(for: .milliseconds(500))
+        await connection.close()
+        let results = await publishing.value
+        #expect(results.count == 10)
+        let errors = results.compactMap { result -> NATSError? in
+          if case .failure(let error) = result { return error }
+          return nil
+        }
+        #expect(errors.count == 10)
+        #expect(errors.allSatisfy { $0.code == .timeout }, "\(errors)")
+      }
+    }
+
     @Test("a fetch waiting at the server holds up nothing: ten waiting fetches all get what is published meanwhile")
     func blockingCallsRunSideBySide() async throws {
       try await withNATSServer { server in
