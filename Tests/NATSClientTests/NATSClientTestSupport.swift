@@ -12,14 +12,19 @@ import Testing
 @Suite(.serialized)
 struct NATSClientTests {}
 
-/// A logger that keeps what it logs (read it from the test's `LogCapture` when a test fails).
-func testLogger(_ capture: LogCapture = LogCapture(), label: String = "nats-test") -> Logger {
+/// A logger that keeps what it logs in `capture`, at trace level.
+func testLogger(_ capture: LogCapture, label: String = "nats-test") -> Logger {
   capture.logger(label)
+}
+
+/// A logger that drops everything.
+func silentLogger(label: String = "nats-test") -> Logger {
+  Logger(label: label) { _ in SwiftLogNoOpLogHandler() }
 }
 
 /// Connects to `urls` with a short reconnect wait, so that tests that kill servers move on quickly.
 func connect(
-  _ urls: [String], name: String = "nats-client-tests", logger: Logger = testLogger(),
+  _ urls: [String], name: String = "nats-client-tests", logger: Logger = silentLogger(),
   configure: (inout NATSConnectionConfiguration) -> Void = { _ in }
 ) async throws -> NATSConnection {
   var configuration = NATSConnectionConfiguration(servers: urls, name: name)
