@@ -51,6 +51,11 @@ let targets: [Target] = [
     pkgConfig: "zlib",
     providers: [.apt(["zlib1g-dev"])]
   ),
+  .systemLibrary(
+    name: "CNATS",
+    pkgConfig: "libnats",
+    providers: [.apt(["libnats-dev"])]
+  ),
 
   .target(
     name: "CLinuxSystem"
@@ -198,6 +203,27 @@ let targets: [Target] = [
   .testTarget(
     name: "FleetSimTests",
     dependencies: ["FleetSim", "FleetEngineMessages", "HTTP2Transport", "GRPCProtocol", "JSONWebToken"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  // MARK: - NATS JetStream
+
+  // A small Swift API over libnats (the NATS C client): connections, JetStream streams, publishing,
+  // pull consumers; the only importer of CNATS.
+  .target(
+    name: "NATSClient",
+    dependencies: ["CNATS", .product(name: "Logging", package: "swift-log")],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "NATSClientTests",
+    dependencies: ["NATSClient", "NATSTestSupport", "TestLogging", .product(name: "Logging", package: "swift-log")],
+    swiftSettings: defaultSwiftSettings
+  ),
+  // Test code shared by test targets: nats-server processes (single and clustered) on 127.0.0.1; not a product.
+  .target(
+    name: "NATSTestSupport",
+    path: "Tests/NATSTestSupport",
     swiftSettings: defaultSwiftSettings
   ),
 
