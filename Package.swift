@@ -56,6 +56,11 @@ let targets: [Target] = [
     pkgConfig: "zlib",
     providers: [.apt(["zlib1g-dev"])]
   ),
+  .systemLibrary(
+    name: "CNATS",
+    pkgConfig: "libnats",
+    providers: [.apt(["libnats-dev"])]
+  ),
 
   .target(
     name: "CLinuxSystem"
@@ -237,6 +242,27 @@ let targets: [Target] = [
       .product(name: "MetricsTestKit", package: "swift-metrics"),
       .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     ],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  // MARK: - NATS JetStream
+
+  // A small Swift API over libnats (the NATS C client): connections, JetStream streams, publishing,
+  // pull consumers; the only importer of CNATS.
+  .target(
+    name: "NATSClient",
+    dependencies: ["CNATS", .product(name: "Logging", package: "swift-log")],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "NATSClientTests",
+    dependencies: ["NATSClient", "NATSTestSupport", "TestLogging", .product(name: "Logging", package: "swift-log")],
+    swiftSettings: defaultSwiftSettings
+  ),
+  // Test code shared by test targets: nats-server processes (single and clustered) on 127.0.0.1; not a product.
+  .target(
+    name: "NATSTestSupport",
+    path: "Tests/NATSTestSupport",
     swiftSettings: defaultSwiftSettings
   ),
 

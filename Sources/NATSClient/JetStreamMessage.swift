@@ -1,0 +1,138 @@
+// Sources/NATSClient/JetStreamMessage.swift - a message delivered by a JetStream consumer, and its acks
+
+internal import CNATS
+
+extension JetStream {
+  /// Where a delivered message sits in its stream and consumer (parsed by libnats from the reply subject).
+  package struct MessageMetadata: Sendable, Hashable {
+    /// The stream.
+    package var stream: String
+    /// The consumer that delivered it.
+    package var consumer: String
+    /// Its sequence in the stream.
+    package var streamSequence: UInt64
+    /// The consumer's delivery sequence (redeliveries get new ones).
+    package var consumerSequence: UInt64
+    /// How many times it has been delivered, this delivery included (2 on the first redelivery).
+    package var numDelivered: UInt64
+    /// Messages left for the consumer after this one, when it was delivered.
+    package var numPending: UInt64
+    /// When the stream stored it, in nanoseconds since the Unix epoch.
+    package var timestampNanoseconds: Int64
+    /// The JetStream domain, if any.
+    package var domain: String?
+  }
+
+  /// A message delivered by a JetStream consumer: subject, payload, headers, metadata, and its acks.
+  ///
+  /// The ack methods may be called from any task or thread, as long as the message exists (it keeps its
+  /// subscription and connection alive for that). Calls on one message are serialized. After a final
+  /// ack (``ack()``, ``ackSync(timeout:)``, ``nak(delay:)``, ``term()``) libnats sends no further ack for
+  /// it and later calls return at once; ``inProgress()`` may be repeated until then. An ack sent while
+  /// the connection is reconnecting waits in the reconnect buffer.
+  package final class Message: Sendable {
+    /// The subject it was published to.
+    package let subject: String
+    /// The payload.
+    package let data: [UInt8]
+    /// The headers (`Nats-Msg-Id` included when the publisher set one).
+    package let headers: NATSHeaders
+    /// Its stream and consumer position; nil only if the server's reply subject could not be parsed.
+    package let metadata: MessageMetadata?
+    private let native: NativeMessage
+
+    init(native pointer: OpaquePointer, subscription: SubscriptionHandle) {
+      subject = string(natsMsg_GetSubject(pointer)) ?? ""
+      data = payload(of: pointer)
+      headers = NATSClient.headers(of: pointer)
+      var meta: UnsafeMutablePointer<jsMsgMetaData>?
+      if natsMsg_GetMetaData(&meta, pointer) == NATS_OK, let meta {
+        let value = meta.pointee
+        metadata = MessageMetadata(
+          stream: string(value.Stream) ?? "", consumer: string(value.Consumer) ?? "",
+          streamSequence: value.Sequence.Stream, consumerSequence: value.Sequence.Consumer,
+          numDelivered: value.NumDelivered, numPending: value.NumPending, timestampNanoseconds: value.Timestamp,
+          domain: string(value.Domain))
+        jsMsgMetaData_Destroy(meta)
+      } else {
+        metadata = nil
+      }
+      native = NativeMessage(pointer, subscription: subscription)
+    }
+
+    /// The `Nats-Msg-Id` header, if the publisher set one.
+    package var messageID: String? { headers[NATSHeaders.messageIDName] }
+
+    /// Acknowledges the message: processed, do not redeliver (on a work-queue stream: remove it).
+    /// Returns once the ack is written (not confirmed; see ``ackSync(timeout:)``).
+    package func ack() async throws(NATSError) {
+      try await native.perform("ack") { natsMsg_Ack($0, nil) }
+    }
+
+    /// Acknowledges the message and waits for the server to confirm it recorded the ack (a request), at
+    /// most `timeout` (else the context's request timeout).
+    package func ackSync(timeout: Duration? = nil) async throws(NATSError) {
+      try await native.perform("ack sync") { message in
+        var code = jsErrCode(rawValue: 0)
+        if let timeout {
+          var options = jsOptions()
+          jsOptions_Init(&options)
+          options.Wait = max(timeout.clampedMilliseconds, 1)
+          return natsMsg_AckSync(message, &options, &code)
+        }
+        return natsMsg_AckSync(message, nil, &code)
+      }
+    }
+
+    /// Negatively acknowledges the message: redeliver it, after `delay` if given (else at once).
+    package func nak(delay: Duration? = nil) async throws(NATSError) {
+      try await native.perform("nak") { message in
+        if let delay, delay > .zero { return natsMsg_NakWithDelay(message, delay.clampedMilliseconds, nil) }
+        return natsMsg_Nak(message, nil)
+      }
+    }
+
+    /// Tells the server the message is still being worked on (`+WPI`): its AckWait starts over, so it is
+    /// not redelivered while these keep coming well inside AckWait.
+    package func inProgress() async throws(NATSError) {
+      try await native.perform("in progress") { natsMsg_InProgress($0, nil) }
+    }
+
+    /// Terminates the message: never redeliver it, whatever MaxDeliver says.
+    package func term() async throws(NATSError) {
+      try await native.perform("term") { natsMsg_Term($0, nil) }
+    }
+  }
+}
+
+/// Owns a received `natsMsg` and serializes the acks sent for it.
+final class NativeMessage: @unchecked Sendable {
+  // @unchecked: `pointer` is used only inside `serializer` (libnats updates the message's "acked" flag
+  // without a lock) and freed in deinit; `subscription` keeps the subscription that libnats' message
+  // points to (and its connection) alive as long as the message.
+  private let pointer: OpaquePointer
+  private let subscription: SubscriptionHandle
+  private let serializer = SerialLock()
+
+  init(_ pointer: OpaquePointer, subscription: SubscriptionHandle) {
+    self.pointer = pointer
+    self.subscription = subscription
+  }
+
+  deinit {
+    // Frees memory only; safe on any thread.
+    natsMsg_Destroy(pointer)
+  }
+
+  /// Runs `ack` with the message on a pool thread, one ack of this message at a time.
+  func perform(
+    _ kind: String, _ ack: @escaping @Sendable (OpaquePointer) -> natsStatus
+  ) async throws(NATSError) {
+    try await BlockingThreadPool.shared.run { () throws(NATSError) in
+      try self.serializer.withLock { () throws(NATSError) in
+        let status = ack(self.pointer)
+        try checkStatus(status, "\(kind) of \(string(natsMsg_GetSubject(self.pointer)) ?? "?")")
+      }
+    }
+  }
+}
