@@ -251,7 +251,7 @@ let targets: [Target] = [
   // pull consumers; the only importer of CNATS.
   .target(
     name: "NATSClient",
-    dependencies: ["CNATS", .product(name: "Logging", package: "swift-log")],
+    dependencies: ["CNATS", "Primitives", .product(name: "Logging", package: "swift-log")],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(

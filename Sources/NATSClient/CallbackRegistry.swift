@@ -6,6 +6,8 @@
 // closure is a number instead, and the callback looks the number up here; a number whose object has
 // been removed finds nothing and the callback does nothing (beyond freeing what libnats handed over).
 
+internal import Primitives
+
 /// The number a callback target is registered under; libnats gets it as the callback's closure pointer.
 struct CallbackID: Sendable, Hashable {
   let number: UInt
