@@ -4,6 +4,8 @@
 // reach the follower in reverse order and leave it following for nobody; two subscribers unregistering
 // each other from their callbacks spun forever, each waiting for the other's delivery to end; and a
 // subscriber that unregistered itself inside a callback still got the rest of that delivery's callbacks.
+// The first two follow a port nothing listens on through the real channel; the third follows FleetSim's
+// service in memory.
 
 import FleetEngineMessages
 import FleetSim
@@ -158,15 +160,16 @@ struct SubscriberRaceTests {
     await services.shutdown()
   }
 
-  @Test("A subscriber that unregisters itself inside a callback gets none of the rest of that delivery")
+  @Test("A subscriber that unregisters itself inside a callback gets none of the rest of that delivery (FleetSim in memory)")
   func noCallbackAfterSelfUnregister() async throws {
-    try await FollowFixture.with(followSimConfiguration(simulatedNow: followNeverStarts)) { fixture in
+    try await withFollowFixture(.inMemory, simulation: { followSimConfiguration(simulatedNow: followNeverStarts, now: $0) }) {
+      fixture in
       let subscriber = SelfCloser()
       let model = fixture.model(0)
       model.register(subscriber)
-      #expect(await waitUntil { subscriber.events.contains("unregistered") })
+      #expect(await fixture.wait { subscriber.events.contains("unregistered") })
       // Give anything still queued time to (wrongly) arrive.
-      try await Task.sleep(for: .milliseconds(300))
+      await fixture.pass(.milliseconds(300))
       let events = subscriber.events
       let index = try #require(events.firstIndex(of: "unregistered"))
       #expect(index == events.count - 1, "callbacks after unregistering: \(events[index...]) of \(events)")
