@@ -3,7 +3,7 @@
 // Keys are made in the test with the openssl CLI: an RSA key in a service-account JSON key file, as
 // Google Cloud issues them. Tokens are checked claim by claim and by signature, against a FleetSim that
 // requires RS256 tokens verified with the key's public half (as `fleetsim --jwt-public-key` does), in memory
-// on a virtual clock that starts at the wall clock's time (the provider signs with the process's clock).
+// on a virtual clock (the provider signs on that clock).
 
 import FleetEngineMessages
 import FleetSim
@@ -174,7 +174,15 @@ struct ServiceAccountTokenTests {
     let account = try TestServiceAccount.make()
     let keyFile = try account.writeKeyFile()
     defer { try? FileManager.default.removeItem(atPath: keyFile) }
-    let minted = try ServiceAccountTokenProvider(keyFile: keyFile)
+    // The key file loads; the provider that follows signs the same key on the fixture's clock (virtual in memory:
+    // FleetSim checks iat and exp against it).
+    let fromFile = try ServiceAccountTokenProvider(keyFile: keyFile)
+    #expect("\(fromFile)".contains(account.email))
+    let keyJSON = try #require(FileManager.default.contents(atPath: keyFile))
+    let clock = FixtureClock()
+    let minted = try ServiceAccountTokenProvider(
+      keyJSON: Array(keyJSON), scope: .trip, lifetime: .seconds(3600), renewalMargin: .seconds(300),
+      audience: ServiceAccountTokenProvider.fleetEngineAudience, clock: { clock.now })
     try await withFollowFixture(
       .inMemory,
       simulation: {
@@ -185,7 +193,7 @@ struct ServiceAccountTokenTests {
         $0.fetchMode = mode
         $0.authorization = minted
       },
-      startsAtWallTime: true
+      clock: clock
     ) { fixture in
       let subscriber = RecordingSubscriber()
       let model = fixture.model(0)

@@ -18,7 +18,7 @@ import TransportTestSupport
   import Glibc
 #endif
 
-@Suite("Errors and recovery (in memory)", .timeLimit(.minutes(2)))
+@Suite("Errors and recovery (in memory)", .timeLimit(.minutes(5)))
 struct TripErrorTests {
   static let codes: [GRPCStatusCode] = [
     .invalidArgument, .notFound, .permissionDenied, .resourceExhausted, .unauthenticated, .aborted, .cancelled,
@@ -147,7 +147,7 @@ private func recorderWithoutErrors(_ recorder: RecordingSubscriber, name: String
   return copy
 }
 
-@Suite("Authorization (in memory)", .timeLimit(.minutes(2)))
+@Suite("Authorization (in memory)", .timeLimit(.minutes(5)))
 struct TripAuthorizationTests {
   @Test("Short-lived tokens are fetched again before they expire, and never show up in errors")
   func tokensAreRefreshedBeforeExpiry() async throws {
@@ -159,7 +159,8 @@ struct TripAuthorizationTests {
     try await withFollowFixture(
       .inMemory,
       simulation: {
-        followSimConfiguration(speedup: 200, simulatedNow: followNeverStarts, auth: .hs256(secret: followSecret), now: $0)
+        followSimConfiguration(
+          speedup: 200, simulatedNow: followNeverStarts, auth: .hs256(secret: followSecret), now: $0)
       },
       client: configured {
         $0.fetchMode = .poll
@@ -291,7 +292,7 @@ enum TripNameChecks {
   }
 }
 
-@Suite("Trip names (in memory)", .timeLimit(.minutes(2)))
+@Suite("Trip names (in memory)", .timeLimit(.minutes(5)))
 struct TripNameTests {
   @Test("Invalid names fail at once with INVALID_ARGUMENT and nothing is sent; a name always gives the same model")
   func invalidNamesFailLocally() async throws {
@@ -338,7 +339,7 @@ struct TripNameTests {
   }
 }
 
-@Suite("Trip names end to end (FleetSim over sockets)", .timeLimit(.minutes(2)))
+@Suite("Trip names end to end (FleetSim over sockets)", .timeLimit(.minutes(5)))
 struct TripNameEndToEndTests {
   @Test("Invalid names over sockets: INVALID_ARGUMENT at once, no call and no connection reach the server")
   func invalidNamesFailLocally() async throws {

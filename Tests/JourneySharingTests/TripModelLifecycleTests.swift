@@ -18,7 +18,7 @@ import TransportTestSupport
   import Glibc
 #endif
 
-@Suite("Stopping (in memory)", .timeLimit(.minutes(2)))
+@Suite("Stopping (in memory)", .timeLimit(.minutes(5)))
 struct TripStopTests {
   @Test(
     "After unregisterSubscriber returns no callback reaches the subscriber, and the stream is cancelled on the wire")
@@ -112,19 +112,19 @@ struct TripStopTests {
   }
 }
 
-@Suite("Slow subscribers (in memory)", .timeLimit(.minutes(3)))
+@Suite("Slow subscribers (in memory)", .timeLimit(.minutes(5)))
 struct SlowSubscriberFollowingTests {
   @Test("A subscriber sleeping 200 ms per callback delays no other trip, and gets the final state once, merged")
   func aSlowSubscriberGetsMergedUpdates() async throws {
-    // The slow subscriber sleeps in real time on its delivery thread. Virtual time does not wait for it: each
-    // step waits at most 5 ms for the delivery threads, so the trips go on while it sleeps (as they do in wall
-    // time over sockets) and its sleeps do not add up step after step.
+    // The slow subscriber holds its delivery thread for 200 ms of the fixture's clock (virtual time in memory)
+    // per callback. Virtual time does not wait for it: each step waits at most 5 ms for the delivery threads, so
+    // the trips go on while it sleeps, as they do in wall time over sockets.
     try await withFollowFixture(
       .inMemory, simulation: { followSimConfiguration(speedup: 200, now: $0) }, deliveryPatience: .milliseconds(5)
     ) { fixture in
       let slowName = fixture.simulator.tripName(index: 10)
       let fastName = fixture.simulator.tripName(index: 11)
-      let slow = RecordingSubscriber { _, _ in usleep(200_000) }
+      let slow = RecordingSubscriber { _, _ in fixture.sleepOnClock(.milliseconds(200)) }
       let fast = RecordingSubscriber()
       fixture.model(10).register(slow)
       fixture.model(11).register(fast)
@@ -207,7 +207,7 @@ struct ManyTripsEndToEndTests {
   }
 }
 
-@Suite("updates() sequence (in memory)", .timeLimit(.minutes(2)))
+@Suite("updates() sequence (in memory)", .timeLimit(.minutes(5)))
 struct TripUpdatesSequenceTests {
   @Test("A slow consumer gets the changes merged, the final state once, and then the sequence ends")
   func updatesMergeAndEndAfterTheFinalState() async throws {
@@ -324,12 +324,12 @@ struct TripUpdatesSequenceTests {
   }
 }
 
-@Suite("Journey-sharing session (in memory)", .timeLimit(.minutes(2)))
+@Suite("Journey-sharing session (in memory)", .timeLimit(.minutes(5)))
 struct JourneySharingSessionFollowingTests {
   @Test("A session following a trip has a vehicle, the route ahead and GeoJSON; stop unsubscribes")
   func sessionFollowsATrip() async throws {
-    // The session stamps what it receives with the process's clock: the virtual clock starts at the wall
-    // clock's time, so frames asked at the fixture's time are on the same clock.
+    // The session stamps what it receives with the process's wall clock, so frames are asked at wall time; the
+    // virtual clock (the server's) starts at the wall clock's time, so the trip's own times are close to it.
     try await withFollowFixture(
       .inMemory, simulation: { followSimConfiguration(speedup: 200, simulatedNow: followNeverStarts, now: $0) },
       startsAtWallTime: true
@@ -338,18 +338,18 @@ struct JourneySharingSessionFollowingTests {
       let session = JourneySharingSession(tripModel: model)
       session.start()
       let ready = await fixture.wait {
-        let state = session.state(at: fixture.now)
+        let state = session.state(at: followWallClock())
         return state.vehicle != nil && !state.remainingRoute.isEmpty
       }
       #expect(ready)
-      let state = session.state(at: fixture.now)
+      let state = session.state(at: followWallClock())
       #expect(state.vehicle != nil)
       #expect(!state.remainingRoute.isEmpty)
       #expect(state.pickup != nil && state.dropoff != nil)
       #expect(state.cameraBounds != nil)
       #expect(state.tripStatus != .unknownTripStatus)
-      #expect(session.interpolatedVehicle(at: fixture.now) != nil)
-      let geoJSON = session.geoJSON(at: fixture.now)
+      #expect(session.interpolatedVehicle(at: followWallClock()) != nil)
+      let geoJSON = session.geoJSON(at: followWallClock())
       #expect(geoJSON.contains("\"FeatureCollection\""))
       #expect(session.geoJSON().contains("FeatureCollection"))
       session.stop()
@@ -360,7 +360,7 @@ struct JourneySharingSessionFollowingTests {
   }
 }
 
-@Suite("refresh() (in memory)", .timeLimit(.minutes(2)))
+@Suite("refresh() (in memory)", .timeLimit(.minutes(5)))
 struct TripRefreshTests {
   @Test("refresh() fetches at once while polling slowly, and never runs two fetches at a time")
   func refreshFetchesPromptlyAndOnlyOnce() async throws {
@@ -474,7 +474,7 @@ private final class EmptyStreamServer: GRPCService, Sendable {
   }
 }
 
-@Suite("Model lifetime and misbehaving servers (in memory)", .timeLimit(.minutes(2)))
+@Suite("Model lifetime and misbehaving servers (in memory)", .timeLimit(.minutes(5)))
 struct ModelLifetimeTests {
   @Test("A model nobody holds or follows is let go with its trip; a registered one lives on until unregistered")
   func unusedModelsAreLetGo() async throws {

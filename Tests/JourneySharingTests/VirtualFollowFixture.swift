@@ -8,6 +8,7 @@
 // here; the ones kept over real sockets (type names ending in `EndToEndTests`) use FollowFixture or a
 // GRPCServer.
 
+import Dispatch
 import FleetEngineMessages
 import FleetSim
 import GRPCProtocol
@@ -41,6 +42,26 @@ final class FixtureClock: Sendable {
 
 // MARK: - Any service in memory
 
+/// Where an in-memory fixture does its blocking work (moving the virtual clock, waiting for the scheduler and
+/// the delivery threads): a serial queue of its own, off Swift's cooperative pool, so that tests running in
+/// parallel never hold the pool's few threads while they wait (a token provider's task, a consumer of
+/// `updates()`, another suite's calls need them).
+final class FixtureDriver: Sendable {
+  private let queue = DispatchQueue(label: "journeysharing-tests.virtual-fixture")
+  private let closingFlag = Atomic<Bool>(false)
+
+  /// Runs `body` on the driver's queue and returns its result.
+  func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+      queue.async { continuation.resume(returning: body()) }
+    }
+  }
+
+  /// Set once the fixture closes: a subscriber waiting for virtual time stops waiting.
+  var isClosing: Bool { closingFlag.load(ordering: .acquiring) }
+  func close() { closingFlag.store(true, ordering: .releasing) }
+}
+
 /// JourneySharingServices on an in-memory transport whose calls a `GRPCService` answers, on a virtual clock.
 struct VirtualServiceFixture: Sendable {
   let scheduler: VirtualScheduler
@@ -50,6 +71,7 @@ struct VirtualServiceFixture: Sendable {
   /// them. Subscribers that block on purpose (sleeping in a callback) get a short one, so that virtual time moves
   /// on while a callback sleeps, as wall time does over sockets; otherwise each step would wait out every sleep.
   let deliveryPatience: Duration
+  let driver = FixtureDriver()
 
   /// The virtual clock's Unix time.
   var now: Double { scheduler.unixTime }
@@ -89,37 +111,44 @@ struct VirtualServiceFixture: Sendable {
   }
 
   private func close() async {
+    driver.close()
     await services.shutdown()
-    scheduler.waitUntilIdle()
-    scheduler.shutdown()
+    let scheduler = scheduler
+    await driver.run {
+      scheduler.waitUntilIdle()
+      scheduler.shutdown()
+    }
+  }
+
+  /// Moves virtual time by `step` (none for zero), then lets the scheduler and the delivery threads finish what
+  /// is queued, waiting at most `patience` (default ``deliveryPatience``) of real time for the delivery threads.
+  /// On the driver's queue.
+  private func step(_ step: Duration, patience: Duration? = nil) async {
+    let scheduler = scheduler
+    let executor = services.core.executor
+    let patience = patience ?? deliveryPatience
+    await driver.run {
+      if step > .zero { scheduler.advance(by: step) }
+      let clock = ContinuousClock()
+      let end = clock.now.advanced(by: patience)
+      // A delivery may queue work on the scheduler (a subscriber unregistering), which may queue deliveries.
+      for _ in 0..<3 {
+        scheduler.waitUntilIdle()
+        // Deliveries take microseconds: look often at first, then less often.
+        var looks = 0
+        while executor.hasPendingWork && clock.now < end {
+          usleep(looks < 20 ? 50 : 500)
+          looks += 1
+        }
+      }
+      scheduler.waitUntilIdle()
+    }
   }
 
   /// Lets the scheduler and the delivery threads finish what is queued (real time, briefly; virtual time does
   /// not move), waiting at most `patience` (default ``deliveryPatience``) for the delivery threads.
-  ///
-  /// It yields to other tasks once at least, and sleeps (not spins) while a delivery takes long, so tests that
-  /// run in parallel on the cooperative pool are not starved of threads (a token provider's task, a consumer of
-  /// `updates()`).
   func settle(patience: Duration? = nil) async {
-    let executor = services.core.executor
-    let clock = ContinuousClock()
-    let end = clock.now.advanced(by: patience ?? deliveryPatience)
-    // A delivery may queue work on the scheduler (a subscriber unregistering), which may queue deliveries.
-    for _ in 0..<3 {
-      scheduler.waitUntilIdle()
-      var spins = 0
-      // Deliveries take microseconds: look often at first, then sleep.
-      while executor.hasPendingWork && clock.now < end {
-        if spins < 20 {
-          usleep(50)
-          spins += 1
-        } else {
-          try? await Task.sleep(for: .milliseconds(1))
-        }
-      }
-    }
-    scheduler.waitUntilIdle()
-    await Task.yield()
+    await step(.zero, patience: patience)
   }
 
   /// Advances virtual time in `step`s until `condition` holds (true) or `limit` of virtual time passed
@@ -128,11 +157,11 @@ struct VirtualServiceFixture: Sendable {
     until condition: () async -> Bool, step: Duration = .milliseconds(20), limit: Duration = .seconds(600)
   ) async -> Bool {
     var elapsed = Duration.zero
+    await settle()
     while true {
-      await settle()
       if await condition() { return true }
       if elapsed >= limit { return false }
-      scheduler.advance(by: step)
+      await self.step(step)
       elapsed += step
     }
   }
@@ -143,10 +172,19 @@ struct VirtualServiceFixture: Sendable {
     var left = duration
     while left > .zero {
       let next = min(step, left)
-      scheduler.advance(by: next)
       left -= next
-      await settle(patience: left > .zero ? nil : max(deliveryPatience, .seconds(30)))
+      await self.step(next, patience: left > .zero ? nil : max(deliveryPatience, .seconds(30)))
     }
+  }
+
+  /// Blocks the calling thread (a subscriber's callback) until `duration` of virtual time has passed. Virtual
+  /// time moves only while the test waits with a short ``deliveryPatience``; the wait also ends when the fixture
+  /// closes, and after a minute of real time.
+  func sleepOnClock(_ duration: Duration) {
+    let target = scheduler.elapsed + duration
+    let clock = ContinuousClock()
+    let giveUp = clock.now.advanced(by: .seconds(60))
+    while scheduler.elapsed < target && !driver.isClosing && clock.now < giveUp { usleep(200) }
   }
 }
 
@@ -209,6 +247,12 @@ struct VirtualFollowFixture: Sendable {
   }
 }
 
+/// Blocks the calling thread for `duration` of wall time.
+func blockingWallSleep(_ duration: Duration) {
+  let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+  usleep(UInt32(clamping: max(0, microseconds)))
+}
+
 // MARK: - One test body, two ways to run it
 
 /// Where a test's server runs: in memory on a virtual clock (fast, deterministic, under ThreadSanitizer in
@@ -247,6 +291,9 @@ protocol ServiceFixture: Sendable {
   /// server; the caller shuts them down.
   func moreServices(client: (JourneySharingConfiguration) -> JourneySharingConfiguration) throws
     -> JourneySharingServices
+  /// Blocks the calling thread (a subscriber's callback) for `duration` of the fixture's clock (in memory: of
+  /// virtual time, which moves while the test waits, if its fixture has a short delivery patience).
+  func sleepOnClock(_ duration: Duration)
 }
 
 extension ServiceFixture {
@@ -292,6 +339,8 @@ extension VirtualServiceFixture: ServiceFixture {
 extension VirtualFollowFixture: TripFollowingFixture {
   var transportKind: FixtureTransport { .inMemory }
 
+  func sleepOnClock(_ duration: Duration) { base.sleepOnClock(duration) }
+
   func wait(timeout: Duration, until condition: @escaping () async -> Bool) async -> Bool {
     await base.wait(timeout: timeout, until: condition)
   }
@@ -316,6 +365,8 @@ extension VirtualFollowFixture: TripFollowingFixture {
 
 extension FollowFixture: TripFollowingFixture {
   var transportKind: FixtureTransport { .sockets }
+
+  func sleepOnClock(_ duration: Duration) { blockingWallSleep(duration) }
 
   func wait(timeout: Duration, until condition: @escaping () async -> Bool) async -> Bool {
     await waitUntil(timeout: timeout, condition)
@@ -349,6 +400,8 @@ struct SocketServiceFixture: ServiceFixture {
   let services: JourneySharingServices
   let port: Int
   var transportKind: FixtureTransport { .sockets }
+
+  func sleepOnClock(_ duration: Duration) { blockingWallSleep(duration) }
 
   func wait(timeout: Duration, until condition: @escaping () async -> Bool) async -> Bool {
     await waitUntil(timeout: timeout, condition)
@@ -418,7 +471,8 @@ func withServiceFixture<S: GRPCService, R>(
   case .sockets:
     clock?.use { followWallClock() }
     let served = service(followWallClock())
-    let server = try GRPCServer(configuration: GRPCServerConfiguration(), service: served, logger: quietLogger("served"))
+    let server = try GRPCServer(
+      configuration: GRPCServerConfiguration(), service: served, logger: quietLogger("served"))
     let services: JourneySharingServices
     let port: Int
     do {
