@@ -82,12 +82,19 @@ public struct GRPCTransportStatistics: Sendable, Hashable {
   public var pingAcksReceived: Int
   /// The backoff delays chosen after recent failures, oldest first.
   public var recentBackoffDelays: [Duration]
+  /// Open connections per server address (`127.0.0.2:50051`); empty for a transport without addresses.
+  public var connectionsPerAddress: [String: Int]
+  /// Resolutions of the target's name that completed.
+  public var resolutions: Int
 
   /// Statistics with every figure given.
   public init(
     openConnections: Int = 0, activeCalls: Int = 0, queuedCalls: Int = 0, connectAttempts: Int = 0,
-    connectFailures: Int = 0, pingsSent: Int = 0, pingAcksReceived: Int = 0, recentBackoffDelays: [Duration] = []
+    connectFailures: Int = 0, pingsSent: Int = 0, pingAcksReceived: Int = 0, recentBackoffDelays: [Duration] = [],
+    connectionsPerAddress: [String: Int] = [:], resolutions: Int = 0
   ) {
+    self.connectionsPerAddress = connectionsPerAddress
+    self.resolutions = resolutions
     self.openConnections = openConnections
     self.activeCalls = activeCalls
     self.queuedCalls = queuedCalls

@@ -1,14 +1,21 @@
-// Sources/HTTP2Transport/ChannelCore.swift - connection pool, call queue and backoff of a channel
+// Sources/HTTP2Transport/ChannelCore.swift - one event loop's part of a channel's connection pool
 //
-// Lives on the channel's event loop. Calls go to the first ready connection
-// with a free stream; when none has one, a new connection is opened (up to
-// maxConnections) and the call waits for it. A failed connection attempt
-// fails the waiting calls UNAVAILABLE at once (fail-fast) and holds off the
-// next attempt by the backoff delay; calls arriving meanwhile fail fast too.
-// Calls failed for a connection's sake carry its ConnectionError as the cause.
-// A connection counts as made only once the server's SETTINGS allow a stream,
-// so a server announcing MAX_CONCURRENT_STREAMS = 0 costs one attempt per
-// backoff period, bounded by the connect timeout, not a connection per call.
+// A channel has one ChannelCore per event loop of its group; each lives on its loop and owns the
+// connections of that loop, so a call started on a loop runs on a connection of that loop. The
+// channel's resolver hands every core the same addresses (NameResolution).
+//
+// Connections are spread over the resolved addresses: while a core has calls to carry it keeps a
+// connection to every address (up to its share of maxConnections), starting at a different address
+// on each loop, and opens more, to the address with the fewest, when the open ones reach the
+// server's MAX_CONCURRENT_STREAMS. A call goes to the ready connection with the fewest open streams.
+// An address that disappears from a resolution is drained: GOAWAY, its calls finish, no new ones.
+//
+// A failed connection attempt holds off the next attempt to that address by the backoff delay and
+// asks for a new resolution. Calls fail fast (UNAVAILABLE) only when no connection is open and every
+// address is backing off (TRANSIENT_FAILURE); calls failed for a connection's sake carry its
+// ConnectionError as the cause. A connection counts as made only once the server's SETTINGS allow a
+// stream, so a server announcing MAX_CONCURRENT_STREAMS = 0 costs one attempt per backoff period,
+// bounded by the connect timeout, not a connection per call.
 
 import Primitives
 import GRPCProtocol
@@ -16,23 +23,34 @@ import Logging
 
 final class ChannelCore: ClientConnectionDelegate {
   let loop: EventLoop
-  let host: String
-  let port: Int
+  /// This core's place in the channel's group: where its round robin over the addresses starts.
+  let loopIndex: Int
   let configuration: GRPCChannelConfiguration
   let tlsContext: TLSContext?
   let authority: String
   private let serverName: String?
   private let logger: Logger
+  /// This loop's share of ``GRPCChannelConfiguration/maxConnections``.
+  private let maxConnections: Int
+  private let resolution: NameResolution
 
   private var connections: [ClientConnection] = []
+  /// The address key of each connection (and of closed ones until they report).
+  private var connectionKeys: [ObjectIdentifier: String] = [:]
+  /// Connections this core drained because their address left the resolution: their close is no failure.
+  private var drainedConnections: Set<ObjectIdentifier> = []
   private var nextConnectionID = 1
   private var waiting = FIFOQueue<PendingCall>()
   private var activeCalls: [UInt64: (connection: ClientConnection, call: PendingCall)] = [:]
   private var queuedCalls: [UInt64: PendingCall] = [:]
 
-  private var addresses: [SocketAddress] = []
-  private var nextAddressIndex = 0
-  private var resolving = false
+  /// The latest resolution's addresses, in its order; empty until one succeeded.
+  private var addresses: [ResolvedEndpoint] = []
+  /// Where the next extra connection's search for an address starts.
+  private var cursor: Int
+  /// Per address: failed attempts in a row, and until when the next attempt waits.
+  private var addressBackoff: [String: (failures: Int, until: UInt64)] = [:]
+  /// Failed resolutions in a row while no address is known, and until when calls fail fast.
   private var consecutiveFailures = 0
   private var backoffUntil: UInt64 = 0
   private var backoffTimer: EventLoop.TimerID?
@@ -59,14 +77,17 @@ final class ChannelCore: ClientConnectionDelegate {
   private(set) var recentBackoffDelays: [Duration] = []
 
   init(
-    loop: EventLoop, host: String, port: Int, configuration: GRPCChannelConfiguration, tlsContext: TLSContext?,
-    serverEncodings: ServerEncodings, logger: Logger
+    loop: EventLoop, loopIndex: Int, maxConnections: Int, host: String, port: Int,
+    configuration: GRPCChannelConfiguration, tlsContext: TLSContext?, serverEncodings: ServerEncodings,
+    resolution: NameResolution, logger: Logger
   ) {
     self.serverEncodings = serverEncodings
     self.keepaliveInterval = configuration.keepalive?.interval
     self.loop = loop
-    self.host = host
-    self.port = port
+    self.loopIndex = loopIndex
+    self.cursor = loopIndex
+    self.maxConnections = max(1, maxConnections)
+    self.resolution = resolution
     self.configuration = configuration
     self.tlsContext = tlsContext
     self.logger = logger
@@ -99,13 +120,26 @@ final class ChannelCore: ClientConnectionDelegate {
     dispatch(call)
   }
 
+  /// The ready connection with a free stream and the fewest open streams (the first of equals).
+  private func leastLoadedConnection() -> ClientConnection? {
+    var best: ClientConnection?
+    for connection in connections where connection.canStartStream {
+      if let current = best, current.activeStreamCount <= connection.activeStreamCount { continue }
+      best = connection
+    }
+    return best
+  }
+
   private func dispatch(_ call: PendingCall) {
-    if let connection = connections.first(where: { $0.canStartStream }) {
+    if let connection = leastLoadedConnection() {
       activeCalls[call.id] = (connection, call)
       connection.start(call)
+      // Calls to carry: every address gets its connection (one added by a resolution, one whose
+      // connection closed).
+      if hasUncoveredAddress() { ensureConnecting() }
       return
     }
-    if monotonicNanoseconds() < backoffUntil && !connections.contains(where: { $0.phase != .closed }) {
+    if inTransientFailure() {
       // TRANSIENT_FAILURE: fail fast rather than queue behind the backoff delay.
       let status =
         lastFailure.map(Self.unavailable) ?? GRPCStatus(code: .unavailable, message: "not connected")
@@ -115,6 +149,14 @@ final class ChannelCore: ClientConnectionDelegate {
     waiting.append(call)
     queuedCalls[call.id] = call
     ensureConnecting()
+  }
+
+  /// No connection is open and every way to make one is backing off.
+  private func inTransientFailure() -> Bool {
+    guard !connections.contains(where: { $0.phase != .closed }) else { return false }
+    let now = monotonicNanoseconds()
+    if addresses.isEmpty { return now < backoffUntil }
+    return addresses.allSatisfy { (addressBackoff[$0.key]?.until ?? 0) > now }
   }
 
   func cancel(callID: UInt64) {
@@ -198,9 +240,7 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   private func drainWaiting() {
-    while !waiting.isEmpty, let connection = connections.first(where: { $0.canStartStream }),
-      let call = waiting.popFirst()
-    {
+    while !waiting.isEmpty, let connection = leastLoadedConnection(), let call = waiting.popFirst() {
       queuedCalls[call.id] = nil
       activeCalls[call.id] = (connection, call)
       connection.start(call)
@@ -210,88 +250,156 @@ final class ChannelCore: ClientConnectionDelegate {
 
   // MARK: - Connections
 
+  /// Connections connecting or ready (not draining, not closed).
+  private func isOpen(_ connection: ClientConnection) -> Bool {
+    connection.phase == .ready || connection.phase == .connecting
+  }
+
+  /// Whether an address of the resolution has no connection connecting or ready.
+  private func hasUncoveredAddress() -> Bool {
+    guard !addresses.isEmpty else { return false }
+    var covered = Set<String>()
+    var openCount = 0
+    for connection in connections where isOpen(connection) {
+      openCount += 1
+      if let key = connectionKeys[ObjectIdentifier(connection)] { covered.insert(key) }
+    }
+    guard openCount < maxConnections else { return false }
+    return addresses.contains { !covered.contains($0.key) }
+  }
+
+  /// Opens connections while there are calls to carry: one to every address that has none (up to
+  /// this loop's share of maxConnections), and one more to the least-connected address when calls
+  /// still wait and none is connecting. Addresses backing off are skipped (a timer comes back).
   private func ensureConnecting() {
-    guard !shuttingDown else { return }
-    if connections.contains(where: { $0.phase == .connecting }) { return }
-    let open = connections.filter { $0.phase == .ready || $0.phase == .connecting }.count
-    guard open < configuration.maxConnections else { return }  // Wait for a stream to free up.
+    guard !shuttingDown, !waiting.isEmpty || !activeCalls.isEmpty else { return }
     let now = monotonicNanoseconds()
-    if now < backoffUntil {
-      if backoffTimer == nil {
-        backoffTimer = loop.scheduleTimer(after: .nanoseconds(Int64(backoffUntil - now))) { [weak self] in
-          self?.backoffTimer = nil
-          if let self, !self.waiting.isEmpty { self.ensureConnecting() }
-        }
+    guard !addresses.isEmpty else {
+      if now < backoffUntil {
+        scheduleBackoffTimer(until: backoffUntil, now: now)
+      } else {
+        resolution.request()
       }
       return
     }
-    guard !addresses.isEmpty else {
-      resolve()
-      return
+    var perAddress: [String: Int] = [:]
+    var openCount = 0
+    for connection in connections where isOpen(connection) {
+      openCount += 1
+      if let key = connectionKeys[ObjectIdentifier(connection)] { perAddress[key, default: 0] += 1 }
     }
-    let address = addresses[nextAddressIndex % addresses.count]
+    var earliestRetry: UInt64?
+    func backingOff(_ endpoint: ResolvedEndpoint) -> Bool {
+      guard let until = addressBackoff[endpoint.key]?.until, until > now else { return false }
+      earliestRetry = min(earliestRetry ?? until, until)
+      return true
+    }
+    // One connection to every address.
+    for offset in 0..<addresses.count where openCount < maxConnections {
+      let endpoint = addresses[(loopIndex + offset) % addresses.count]
+      guard perAddress[endpoint.key] == nil, !backingOff(endpoint) else { continue }
+      connect(to: endpoint)
+      perAddress[endpoint.key] = 1
+      openCount += 1
+    }
+    // More, when calls wait for a stream and nothing is connecting: the address with the fewest.
+    if !waiting.isEmpty, openCount < maxConnections, !connections.contains(where: { $0.phase == .connecting }) {
+      var choice: ResolvedEndpoint?
+      for offset in 0..<addresses.count {
+        let endpoint = addresses[(cursor + offset) % addresses.count]
+        guard !backingOff(endpoint) else { continue }
+        if let current = choice, perAddress[current.key, default: 0] <= perAddress[endpoint.key, default: 0] {
+          continue
+        }
+        choice = endpoint
+      }
+      if let choice {
+        cursor += 1
+        connect(to: choice)
+      }
+    }
+    if let earliestRetry { scheduleBackoffTimer(until: earliestRetry, now: now) }
+  }
+
+  private func scheduleBackoffTimer(until: UInt64, now: UInt64) {
+    guard backoffTimer == nil else { return }
+    backoffTimer = loop.scheduleTimer(after: .nanoseconds(Int64(until - now))) { [weak self] in
+      guard let self else { return }
+      self.backoffTimer = nil
+      if !self.waiting.isEmpty { self.ensureConnecting() }
+    }
+  }
+
+  private func connect(to endpoint: ResolvedEndpoint) {
     let connection = ClientConnection(
-      loop: loop, id: nextConnectionID, address: address, authority: authority, configuration: configuration,
-      logger: logger)
+      loop: loop, id: nextConnectionID, address: endpoint.address, authority: authority,
+      configuration: configuration, logger: logger)
     nextConnectionID += 1
     connection.delegate = self
     connections.append(connection)
+    connectionKeys[ObjectIdentifier(connection)] = endpoint.key
     connectAttempts += 1
-    logger.debug("connecting", metadata: ["address": "\(address)", "connection": "\(connection.id)"])
+    logger.debug("connecting", metadata: ["address": "\(endpoint.key)", "connection": "\(connection.id)"])
     connection.connect(tlsContext: tlsContext, serverName: serverName)
   }
 
-  private func resolve() {
-    guard !resolving else { return }
-    resolving = true
-    // Numeric addresses and localhost resolve at once without DNS: do it here, so making a
-    // connection never waits for another thread.
-    let host = host
-    let port = port
-    if TLSEngine.isIPAddress(host) || host == "localhost" {
-      resolved(
-        Result { () throws(SocketError) -> [SocketAddress] in try SocketAddress.resolve(host: host, port: port) })
-      return
-    }
-    let core = LoopBound(unchecked: self, loop: loop)
-    // getaddrinfo blocks: run it on a thread of its own, not on the event loop and not on
-    // Swift's cooperative pool (which callers may be keeping busy).
-    detachThread {
-      let result = Result { () throws(SocketError) -> [SocketAddress] in
-        try SocketAddress.resolve(host: host, port: port)
-      }
-      core.loop.execute {
-        core.value.resolved(result)
-      }
-    }
-  }
-
-  private func resolved(_ result: Result<[SocketAddress], SocketError>) {
-    resolving = false
+  /// A resolution's outcome, from ``NameResolution`` (the same for every core of the channel).
+  func resolved(_ result: Result<[ResolvedEndpoint], ConnectionError>) {
+    guard !shuttingDown else { return }
     switch result {
-    case .success(let found) where !found.isEmpty:
+    case .success(let found):
+      let keys = Set(found.map(\.key))
       addresses = found
+      consecutiveFailures = 0
+      backoffUntil = 0
+      addressBackoff = addressBackoff.filter { keys.contains($0.key) }
+      // Addresses gone from the resolution: their connections drain (GOAWAY; their calls finish).
+      for connection in connections where connection.phase != .closed {
+        let id = ObjectIdentifier(connection)
+        guard let key = connectionKeys[id], !keys.contains(key), !drainedConnections.contains(id) else { continue }
+        logger.debug("address removed by the resolver: draining", metadata: ["address": "\(key)"])
+        drainedConnections.insert(id)
+        connection.shutdown(graceful: true)
+      }
       ensureConnecting()
-    case .success:
-      connectionAttemptFailed(.resolutionFailed(host: host, reason: "no addresses"))
     case .failure(let error):
-      connectionAttemptFailed(.resolutionFailed(host: host, reason: error.resolutionFailure ?? error.description))
+      if addresses.isEmpty {
+        connectionAttemptFailed(error, key: nil)
+      } else {
+        // Keep using the addresses of the last good resolution.
+        logger.debug("resolution failed; keeping the last addresses", metadata: ["error": "\(error)"])
+      }
     }
   }
 
-  private func connectionAttemptFailed(_ error: ConnectionError) {
+  /// A connection attempt (`key`: to that address) or, with no key, a resolution failed.
+  private func connectionAttemptFailed(_ error: ConnectionError, key: String?) {
     connectFailures += 1
-    consecutiveFailures += 1
     lastFailure = error
-    let delay = configuration.backoff.delay(retry: consecutiveFailures, using: &random)
+    let delay: Duration
+    let until: UInt64
+    if let key {
+      let failures = (addressBackoff[key]?.failures ?? 0) + 1
+      delay = configuration.backoff.delay(retry: failures, using: &random)
+      until = monotonicNanoseconds() + UInt64(max(0, delay.wholeNanoseconds))
+      addressBackoff[key] = (failures, until)
+    } else {
+      consecutiveFailures += 1
+      delay = configuration.backoff.delay(retry: consecutiveFailures, using: &random)
+      until = monotonicNanoseconds() + UInt64(max(0, delay.wholeNanoseconds))
+      backoffUntil = until
+    }
     recentBackoffDelays.append(delay)
     if recentBackoffDelays.count > 32 { recentBackoffDelays.removeFirst() }
-    let nanos = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
-    backoffUntil = monotonicNanoseconds() + UInt64(max(0, nanos))
     logger.debug("connection attempt failed", metadata: ["error": "\(error)", "retry_in": "\(delay)"])
+    // Another address may take the waiting calls.
+    if key != nil {
+      resolution.request()
+      ensureConnecting()
+    }
     // Fail fast: calls waiting for a connection end UNAVAILABLE now, unless another
     // connection can still take them.
-    if !connections.contains(where: { $0.phase == .ready || $0.phase == .connecting }) {
+    if !connections.contains(where: isOpen) {
       let failed = waiting
       waiting.removeAll()
       for call in failed {
@@ -302,8 +410,7 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   func connectionDidBecomeReady(_ connection: ClientConnection) {
-    consecutiveFailures = 0
-    backoffUntil = 0
+    if let key = connectionKeys[ObjectIdentifier(connection)] { addressBackoff[key] = nil }
     logger.debug("connection ready", metadata: ["connection": "\(connection.id)"])
     drainWaiting()
   }
@@ -313,15 +420,19 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   func connection(_ connection: ClientConnection, didCloseWithError error: ConnectionError?, wasReady: Bool) {
+    let id = ObjectIdentifier(connection)
     connections.removeAll { $0 === connection }
-    if !wasReady {
+    let key = connectionKeys.removeValue(forKey: id)
+    let drained = drainedConnections.remove(id) != nil
+    if !wasReady && !drained {
       // A clean close before the connection was ready is this side's (a graceful shutdown).
-      connectionAttemptFailed(error ?? .shutdown)
-      nextAddressIndex += 1
+      connectionAttemptFailed(error ?? .shutdown, key: key ?? "")
     } else {
       logger.debug(
         "connection closed", metadata: ["connection": "\(connection.id)", "error": "\(error?.description ?? "none")"])
-      if !waiting.isEmpty { ensureConnecting() }
+      // A connection lost under its calls: the servers may have moved.
+      if error != nil && !shuttingDown { resolution.request() }
+      ensureConnecting()
     }
     checkShutdownComplete()
   }
@@ -335,6 +446,11 @@ final class ChannelCore: ClientConnectionDelegate {
     activeCalls[call.id] = nil
     guard !call.finished else { return }
     dispatch(call)
+  }
+
+  func connectionReceivedGoAway(_ connection: ClientConnection) {
+    // The server is going away (a rollout, a scale-down): its name may now say something else.
+    if !shuttingDown { resolution.request() }
   }
 
   func connectionDidCountPing(_ connection: ClientConnection, ack: Bool) {
@@ -383,10 +499,19 @@ final class ChannelCore: ClientConnectionDelegate {
     for waiter in waiters { waiter() }
   }
 
-  /// Counters for tests and stats.
+  /// This loop's counters; the channel adds up those of its loops.
   var stats: GRPCChannelStats {
-    GRPCChannelStats(
-      openConnections: connections.filter { $0.phase != .closed }.count,
+    var connectionsPerAddress: [String: Int] = [:]
+    var streamsPerAddress: [String: Int] = [:]
+    var open = 0
+    for connection in connections where connection.phase != .closed {
+      open += 1
+      let key = connectionKeys[ObjectIdentifier(connection)] ?? "?"
+      connectionsPerAddress[key, default: 0] += 1
+      streamsPerAddress[key, default: 0] += connection.activeStreamCount
+    }
+    return GRPCChannelStats(
+      openConnections: open,
       activeCalls: activeCalls.count,
       queuedCalls: waiting.count,
       connectAttempts: connectAttempts,
@@ -394,7 +519,10 @@ final class ChannelCore: ClientConnectionDelegate {
       pingsSent: pingsSent,
       pingAcksReceived: pingAcksReceived,
       recentBackoffDelays: recentBackoffDelays,
-      keepaliveInterval: keepaliveInterval)
+      keepaliveInterval: keepaliveInterval,
+      connectionsPerAddress: connectionsPerAddress,
+      streamsPerAddress: streamsPerAddress,
+      connectionsPerLoop: [open])
   }
 }
 
@@ -438,4 +566,16 @@ public struct GRPCChannelStats: Sendable, Hashable {
   public var recentBackoffDelays: [Duration]
   /// The keepalive interval in force (doubled after each `too_many_pings`), or `nil` without keepalive.
   public var keepaliveInterval: Duration?
+  /// Open connections (connecting, ready or draining) per server address (`127.0.0.2:50051`, `[::1]:443`).
+  public var connectionsPerAddress: [String: Int] = [:]
+  /// Calls holding a stream, per server address.
+  public var streamsPerAddress: [String: Int] = [:]
+  /// Open connections on each event loop of the channel's group, in the group's order.
+  public var connectionsPerLoop: [Int] = []
+  /// Resolutions of the target that completed (succeeded or failed).
+  public var resolutions: Int = 0
+  /// Resolutions that failed.
+  public var resolutionFailures: Int = 0
+  /// The addresses of the last successful resolution, in its order.
+  public var addresses: [String] = []
 }

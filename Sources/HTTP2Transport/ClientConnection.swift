@@ -90,6 +90,8 @@ protocol ClientConnectionDelegate: AnyObject {
   func connectionReceivedTooManyPings(_ connection: ClientConnection)
   /// The server listed the encodings it accepts (`grpc-accept-encoding`).
   func connection(_ connection: ClientConnection, serverAcceptsEncodings encodings: [String])
+  /// The server sent GOAWAY: the connection drains (a reason to resolve the target again).
+  func connectionReceivedGoAway(_ connection: ClientConnection)
 }
 
 /// One HTTP/2 connection to the target. Confined to the channel's loop.
@@ -502,6 +504,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       delegate?.connectionReceivedTooManyPings(self)
     }
     drain(goAway: .goAway(errorCode: errorCode, debugData: debugData))
+    delegate?.connectionReceivedGoAway(self)
     closeIfDrained()
   }
 

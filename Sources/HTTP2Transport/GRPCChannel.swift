@@ -8,8 +8,9 @@ import Synchronization
 /// A gRPC client channel to one target, over HTTP/2 (nghttp2) with TLS (OpenSSL)
 /// or, when explicitly chosen, cleartext h2c.
 ///
-/// A channel owns an event loop thread that runs every connection, stream and
-/// call state machine it has. Every gRPC call kind is available:
+/// A channel runs every connection, stream and call state machine it has on the event loops of
+/// its ``GRPCEventLoopGroup`` (a loop of its own unless configured): each loop holds its own part
+/// of the connection pool, spread over every address the target resolves to. Every gRPC call kind is available:
 /// - ``unary(path:request:options:)``: `async`, returns the response or throws ``GRPCError``;
 /// - ``serverStreaming(path:request:options:)``: an `AsyncSequence` of response messages,
 ///   with flow control: a consumer that stops reading stops the stream's window updates;
@@ -31,38 +32,85 @@ import Synchronization
 /// Messages are raw bytes: callers encode and decode them (see `FleetEngineMessages`).
 /// Call ``shutdown()`` (graceful) or ``close()`` when done.
 public final class GRPCChannel: GRPCClientTransport, Sendable {
-  /// The target host.
+  /// The target's host: its DNS name, or the first address of a list.
   public let host: String
-  /// The target port.
+  /// The target's port (of its first address, for a list).
   public let port: Int
+  /// Where the channel's servers are.
+  public let target: GRPCTarget
   /// The configuration the channel was made with.
   public let configuration: GRPCChannelConfiguration
+  /// The event loops the channel runs on: the configured group, or one of its own.
+  public let eventLoopGroup: GRPCEventLoopGroup
 
-  package let loop: EventLoop
-  let core: LoopBound<ChannelCore>
+  /// The pool's parts, one per loop of the group, in the group's order.
+  let cores: [LoopBound<ChannelCore>]
+  private let ownsGroup: Bool
+  private let resolution: NameResolution
   private let nextCallID = Atomic<UInt64>(1)
+  private let nextCore = Atomic<Int>(0)
   private let closed = Atomic<Bool>(false)
   private let serverEncodings = ServerEncodings()
 
-  /// Creates a channel to `host:port`. No connection is made until the first call.
+  /// Creates a channel to `host:port` (resolved through DNS, or used as it is when numeric). No
+  /// connection is made until the first call.
   ///
   /// - Throws: ``GRPCError`` with code `INVALID_ARGUMENT` when the TLS settings
   ///   cannot be loaded (a missing CA file, a key that doesn't match its certificate).
-  public init(
+  public convenience init(
     host: String,
     port: Int,
     configuration: GRPCChannelConfiguration = .init(),
     logger: Logger = Logger(label: "journeysharing.grpc")
   ) throws(GRPCError) {
+    try self.init(target: .dns(host: host, port: port), configuration: configuration, logger: logger)
+  }
+
+  /// Creates a channel to a target in gRPC's name syntax (``GRPCTarget``): `dns:///NAME:PORT`,
+  /// `ipv4:ADDR:PORT,…`, `ipv6:[ADDR]:PORT,…` or a bare `HOST:PORT`. No connection is made until the
+  /// first call.
+  ///
+  /// - Throws: ``GRPCError`` with code `INVALID_ARGUMENT` when the target does not parse or the TLS
+  ///   settings cannot be loaded.
+  public convenience init(
+    target: String,
+    configuration: GRPCChannelConfiguration = .init(),
+    logger: Logger = Logger(label: "journeysharing.grpc")
+  ) throws(GRPCError) {
+    try self.init(target: try GRPCTarget(parsing: target), configuration: configuration, logger: logger)
+  }
+
+  /// Creates a channel to `target`, whose addresses come from `resolver` (by default the target's
+  /// own: DNS, or its fixed list). No connection is made until the first call.
+  ///
+  /// The channel resolves the target when it first needs a connection, after a connection attempt
+  /// fails, after a connection is lost or gets GOAWAY, when the resolver reports a change, and every
+  /// ``GRPCChannelConfiguration/resolutionInterval`` while in use. Connections are spread over every
+  /// address; an address that disappears is drained (GOAWAY; its calls finish).
+  ///
+  /// - Parameters:
+  ///   - target: The servers; its host is the default `:authority` and TLS server name.
+  ///   - resolver: Where the addresses come from, when not from `target` (for example a
+  ///     ``GRPCStaticResolver`` the caller updates, or a resolver of its own).
+  /// - Throws: ``GRPCError`` with code `INVALID_ARGUMENT` when the TLS settings cannot be loaded.
+  public init(
+    target: GRPCTarget,
+    resolver: (any GRPCNameResolver)? = nil,
+    configuration: GRPCChannelConfiguration = .init(),
+    logger: Logger = Logger(label: "journeysharing.grpc")
+  ) throws(GRPCError) {
+    let host = target.primaryHost
+    let port = target.primaryPort
     self.host = host
     self.port = port
+    self.target = target
     self.configuration = configuration
     var tlsContext: TLSContext?
     switch configuration.security {
     case .plaintext:
       logger.notice(
         "gRPC channel uses plaintext HTTP/2 (h2c): no TLS, no server verification",
-        metadata: ["target": "\(host):\(port)"])
+        metadata: ["target": "\(target)"])
     case .tls(let tls):
       do {
         tlsContext = try TLSContext(client: tls)
@@ -70,26 +118,49 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
         throw GRPCError(code: .invalidArgument, message: "TLS configuration: \(error.description)")
       }
     }
-    let loop = EventLoop(name: "grpc-\(host):\(port)")
-    self.loop = loop
-    self.core = LoopBound(
-      unchecked: ChannelCore(
-        loop: loop, host: host, port: port, configuration: configuration, tlsContext: tlsContext,
-        serverEncodings: serverEncodings, logger: logger),
-      loop: loop)
+    let group = configuration.eventLoopGroup ?? GRPCEventLoopGroup(loopCount: 1, name: "grpc-\(host):\(port)")
+    self.eventLoopGroup = group
+    self.ownsGroup = configuration.eventLoopGroup == nil
+    let resolution = NameResolution(
+      resolver: resolver ?? target.makeResolver(), name: host, interval: configuration.resolutionInterval,
+      logger: logger)
+    self.resolution = resolution
+    let loops = group.loops
+    let serverEncodings = serverEncodings
+    // maxConnections shared out between the loops, at least one each.
+    self.cores = loops.enumerated().map { index, loop in
+      let share = configuration.maxConnections / loops.count + (index < configuration.maxConnections % loops.count ? 1 : 0)
+      return LoopBound(
+        unchecked: ChannelCore(
+          loop: loop, loopIndex: index, maxConnections: max(1, share), host: host, port: port,
+          configuration: configuration, tlsContext: tlsContext, serverEncodings: serverEncodings,
+          resolution: resolution, logger: logger),
+        loop: loop)
+    }
+    resolution.attach(cores)
   }
 
   deinit {
+    resolution.close()
     if !closed.load(ordering: .acquiring) {
-      let core = core
-      loop.execute { core.value.shutdown(graceful: false) {} }
+      for core in cores {
+        core.loop.execute { core.value.shutdown(graceful: false) {} }
+      }
     }
-    loop.shutdown()
+    if ownsGroup { eventLoopGroup.shutdown() }
+  }
+
+  /// The core of `scheduler` when it is one of the group's loops; otherwise the next, round robin.
+  private func core(for scheduler: (any GRPCScheduler)?) -> LoopBound<ChannelCore> {
+    if cores.count == 1 { return cores[0] }
+    if let scheduler, let index = eventLoopGroup.index(of: scheduler) { return cores[index] }
+    return cores[nextCore.add(1, ordering: .relaxed).oldValue % cores.count]
   }
 
   // MARK: - Calls
 
-  /// Starts a call whose response parts go to `handler` on the channel's event loop thread.
+  /// Starts a call whose response parts go to `handler` on one of the channel's event loops (the
+  /// next one, round robin).
   ///
   /// - Parameters:
   ///   - path: The method path, `/package.Service/Method`.
@@ -109,15 +180,32 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     startCall(path: path, request: request, kind: kind, options: options, handler: handler, receiver: nil).handle
   }
 
+  /// Starts a call whose response parts go to `handler` on `scheduler`, one of ``schedulers``: the
+  /// call runs on a connection of that loop. A scheduler that is not one of the channel's loops
+  /// gets the next loop, round robin (and the handler is called there).
+  public func startCall(
+    path: String, request: [UInt8], kind: GRPCCallKind, options: CallOptions, on scheduler: any GRPCScheduler,
+    handler: any GRPCCallHandler
+  ) -> GRPCCallHandle {
+    assert(eventLoopGroup.index(of: scheduler) != nil, "a call started on a scheduler that is not the channel's")
+    return startCall(
+      path: path, request: request, kind: kind, options: options, handler: handler, receiver: nil,
+      scheduler: scheduler
+    ).handle
+  }
+
   /// Starts a call of any kind. `request` is the single request of a unary or server-streaming
   /// call (or `nil` for a request-streaming one: write with ``GRPCRequestWriter``); `receiver`
   /// is set when the handler takes messages as they arrived and returns window itself.
   func startCall(
     path: String, request: [UInt8]?, kind: GRPCCallKind, options: CallOptions, handler: any GRPCCallHandler,
-    receiver: (any GRPCMessageReceiver)?
-  ) -> (handle: GRPCCallHandle, call: LoopBound<PendingCall>?, encoding: GRPCCompressionAlgorithm) {
+    receiver: (any GRPCMessageReceiver)?, scheduler: (any GRPCScheduler)? = nil
+  ) -> (
+    handle: GRPCCallHandle, call: LoopBound<PendingCall>?, encoding: GRPCCompressionAlgorithm,
+    core: LoopBound<ChannelCore>
+  ) {
     let id = nextCallID.add(1, ordering: .relaxed).oldValue
-    let core = core
+    let core = core(for: scheduler)
     let handle = GRPCCallHandle(
       cancel: { core.loop.execute { core.value.cancel(callID: id) } },
       release: { bytes in core.loop.execute { core.value.release(callID: id, bytes: bytes) } },
@@ -125,7 +213,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     guard GRPCRequestHead.isValidMethodPath(path) else {
       handler.callDidFinish(
         status: GRPCStatus(code: .invalidArgument, message: "invalid method path \(path)"), trailers: GRPCMetadata())
-      return (handle, nil, .identity)
+      return (handle, nil, .identity, core)
     }
     var deadline: UInt64?
     if let timeout = options.timeout {
@@ -140,15 +228,15 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
         single = try GRPCMessageFramer.framed(request, compressedWith: encoding)
       } catch {
         handler.callDidFinish(status: error.status, trailers: GRPCMetadata())
-        return (handle, nil, encoding)
+        return (handle, nil, encoding, core)
       }
     }
     let call = PendingCall(
       id: id, path: path, kind: kind, singleRequest: single, options: options, handler: handler, receiver: receiver,
       deadline: deadline, requestEncoding: encoding)
-    let boxed = LoopBound(unchecked: call, loop: loop)
-    loop.execute { core.value.start(boxed.value) }
-    return (handle, boxed, encoding)
+    let boxed = LoopBound(unchecked: call, loop: core.loop)
+    core.loop.execute { core.value.start(boxed.value) }
+    return (handle, boxed, encoding, core)
   }
 
   /// Makes a unary call.
@@ -215,7 +303,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
       path: path, request: nil, kind: kind, options: options, handler: response.receiver, receiver: response.receiver)
     response.receiver.setHandle(started.handle)
     let writer = GRPCRequestWriter(
-      call: started.call, core: core, encoding: started.encoding, handle: started.handle)
+      call: started.call, core: started.core, encoding: started.encoding, handle: started.handle)
     return GRPCStreamingCall(requests: writer, responses: response)
   }
 
@@ -281,18 +369,8 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
 
   // MARK: - The transport seam
 
-  /// The channel's one event loop: every call's callbacks run there.
-  public var schedulers: [any GRPCScheduler] { [loop] }
-
-  /// Starts a call as ``startCall(path:request:kind:options:handler:)`` does; `scheduler` must be the
-  /// channel's loop (its only scheduler).
-  public func startCall(
-    path: String, request: [UInt8], kind: GRPCCallKind, options: CallOptions, on scheduler: any GRPCScheduler,
-    handler: any GRPCCallHandler
-  ) -> GRPCCallHandle {
-    assert(scheduler === loop, "a call started on a scheduler that is not the channel's")
-    return startCall(path: path, request: request, kind: kind, options: options, handler: handler)
-  }
+  /// The group's loops: a call started on one runs on a connection of that loop.
+  public var schedulers: [any GRPCScheduler] { eventLoopGroup.schedulers }
 
   /// Connections and calls now.
   public func statistics() async -> GRPCTransportStatistics {
@@ -300,33 +378,66 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     return GRPCTransportStatistics(
       openConnections: stats.openConnections, activeCalls: stats.activeCalls, queuedCalls: stats.queuedCalls,
       connectAttempts: stats.connectAttempts, connectFailures: stats.connectFailures, pingsSent: stats.pingsSent,
-      pingAcksReceived: stats.pingAcksReceived, recentBackoffDelays: stats.recentBackoffDelays)
+      pingAcksReceived: stats.pingAcksReceived, recentBackoffDelays: stats.recentBackoffDelays,
+      connectionsPerAddress: stats.connectionsPerAddress, resolutions: stats.resolutions)
   }
 
   // MARK: - Lifecycle
 
-  /// Stops taking calls, lets the open ones finish, then closes every connection (GOAWAY).
+  /// Stops taking calls, lets the open ones finish, then closes every connection (GOAWAY). A group
+  /// of the channel's own stops with it; a shared group keeps running.
   public func shutdown() async {
     guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    let core = core
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      loop.execute { core.value.shutdown(graceful: true) { continuation.resume() } }
+    resolution.close()
+    await withTaskGroup(of: Void.self) { tasks in
+      for core in cores {
+        tasks.addTask {
+          await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            core.loop.execute { core.value.shutdown(graceful: true) { continuation.resume() } }
+          }
+        }
+      }
     }
   }
 
   /// Fails every call UNAVAILABLE and closes every connection now.
   public func close() {
     guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    let core = core
-    loop.execute { core.value.shutdown(graceful: false) {} }
+    resolution.close()
+    for core in cores {
+      core.loop.execute { core.value.shutdown(graceful: false) {} }
+    }
   }
 
-  /// Connections and calls right now.
+  /// Connections and calls right now, over every loop.
   public func stats() async -> GRPCChannelStats {
-    let core = core
-    return await withCheckedContinuation { continuation in
-      loop.execute { continuation.resume(returning: core.value.stats) }
+    var total = GRPCChannelStats(
+      openConnections: 0, activeCalls: 0, queuedCalls: 0, connectAttempts: 0, connectFailures: 0, pingsSent: 0,
+      pingAcksReceived: 0, recentBackoffDelays: [], keepaliveInterval: nil)
+    for core in cores {
+      let part = await withCheckedContinuation { continuation in
+        core.loop.execute { continuation.resume(returning: core.value.stats) }
+      }
+      total.openConnections += part.openConnections
+      total.activeCalls += part.activeCalls
+      total.queuedCalls += part.queuedCalls
+      total.connectAttempts += part.connectAttempts
+      total.connectFailures += part.connectFailures
+      total.pingsSent += part.pingsSent
+      total.pingAcksReceived += part.pingAcksReceived
+      total.recentBackoffDelays += part.recentBackoffDelays
+      if let interval = part.keepaliveInterval {
+        total.keepaliveInterval = max(total.keepaliveInterval ?? interval, interval)
+      }
+      total.connectionsPerAddress.merge(part.connectionsPerAddress, uniquingKeysWith: +)
+      total.streamsPerAddress.merge(part.streamsPerAddress, uniquingKeysWith: +)
+      total.connectionsPerLoop += part.connectionsPerLoop
     }
+    let counts = resolution.counts
+    total.resolutions = counts.resolutions
+    total.resolutionFailures = counts.failures
+    total.addresses = counts.addresses
+    return total
   }
 }
 

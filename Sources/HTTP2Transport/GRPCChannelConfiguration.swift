@@ -42,6 +42,15 @@ public struct GRPCChannelConfiguration: Sendable {
   /// Message compression: what requests use unless a call says otherwise, and which response
   /// encodings are announced and decompressed.
   public var compression: GRPCCompressionConfiguration
+  /// The event loops the channel's connections run on. `nil` (the default): the channel starts a
+  /// group of one loop of its own, and stops it when the channel goes. Give a shared
+  /// ``GRPCEventLoopGroup`` (one loop per core by default) to spread a channel's connections over
+  /// several cores, and to share the threads between channels. ``maxConnections`` is shared out
+  /// between the loops (each loop gets at least one).
+  public var eventLoopGroup: GRPCEventLoopGroup?
+  /// How often the target's name is resolved again while the channel is in use, besides after a
+  /// connection failure, a GOAWAY, or a change the resolver reports. Default 30 s.
+  public var resolutionInterval: Duration
 
   /// A configuration; TLS with the system trust store unless told otherwise.
   public init(
@@ -53,7 +62,9 @@ public struct GRPCChannelConfiguration: Sendable {
     maxReceiveMessageSize: Int = 4 << 20,
     connectTimeout: Duration = .seconds(20),
     http2Settings: HTTP2Settings = .init(),
-    compression: GRPCCompressionConfiguration = .init()
+    compression: GRPCCompressionConfiguration = .init(),
+    eventLoopGroup: GRPCEventLoopGroup? = nil,
+    resolutionInterval: Duration = .seconds(30)
   ) {
     self.security = security
     self.authority = authority
@@ -64,6 +75,8 @@ public struct GRPCChannelConfiguration: Sendable {
     self.connectTimeout = connectTimeout
     self.http2Settings = http2Settings
     self.compression = compression
+    self.eventLoopGroup = eventLoopGroup
+    self.resolutionInterval = max(resolutionInterval, .milliseconds(10))
   }
 }
 

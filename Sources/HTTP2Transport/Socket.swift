@@ -57,6 +57,27 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
     return family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)"
   }
 
+  /// The address of a numeric IPv4 or IPv6 `host` and `port`, or `nil` when `host` is not numeric or
+  /// the port is out of range. Never asks DNS (AI_NUMERICHOST): safe on an event loop.
+  package static func numeric(host: String, port: Int) -> SocketAddress? {
+    guard (0...65535).contains(port) else { return nil }
+    var hints = addrinfo()
+    hints.ai_family = AF_UNSPEC
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    hints.ai_protocol = Int32(IPPROTO_TCP)
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
+    var result: UnsafeMutablePointer<addrinfo>?
+    guard getaddrinfo(host, String(port), &hints, &result) == 0, let info = result else { return nil }
+    defer { freeaddrinfo(result) }
+    var storage = sockaddr_storage()
+    let length = info.pointee.ai_addrlen
+    // Safe: getaddrinfo guarantees ai_addr holds ai_addrlen bytes, which fit in sockaddr_storage.
+    withUnsafeMutableBytes(of: &storage) { target in
+      target.copyMemory(from: UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(length)))
+    }
+    return SocketAddress(storage: storage, length: length)
+  }
+
   /// Resolves `host` (a name or a numeric address) and `port` to TCP addresses.
   /// Blocking: call it off the event loop for names that need DNS.
   package static func resolve(host: String, port: Int) throws(SocketError) -> [SocketAddress] {

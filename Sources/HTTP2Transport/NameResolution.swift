@@ -1,0 +1,141 @@
+// Sources/HTTP2Transport/NameResolution.swift - when a channel resolves its target, and who hears of it
+//
+// One per channel, shared by its cores (one per event loop). A core asks for a resolution when it
+// first needs a connection, when an attempt fails, when a connection is lost or gets GOAWAY; the
+// resolver's observer asks when its addresses change; a periodic task asks every
+// resolutionInterval once the channel is in use. Requests made while one runs are folded into one
+// more run after it. Each outcome goes to every core on its own loop.
+
+import GRPCProtocol
+import Logging
+import Primitives
+
+/// A resolved address, with its numeric socket address and the key the pool counts it by.
+struct ResolvedEndpoint: Sendable {
+  /// `127.0.0.2:50051` or `[::1]:50051`: the numeric form, the same for equal addresses.
+  let key: String
+  let address: SocketAddress
+}
+
+/// Runs a channel's resolver off the event loops and hands every core the outcome.
+///
+/// `Sendable`: the mutable state is behind `state`'s lock.
+final class NameResolution: Sendable {
+  private struct State {
+    var cores: [LoopBound<ChannelCore>] = []
+    var running = false
+    var again = false
+    var closed = false
+    var periodicStarted = false
+    var periodic: Task<Void, Never>?
+    var resolutions = 0
+    var failures = 0
+    var addresses: [String] = []
+  }
+
+  private let resolver: any GRPCNameResolver
+  private let interval: Duration
+  private let logger: Logger
+  /// What resolution failures name when the resolver gave no reason.
+  private let name: String
+  private let state = Locked(State())
+
+  init(resolver: any GRPCNameResolver, name: String, interval: Duration, logger: Logger) {
+    self.resolver = resolver
+    self.name = name
+    self.interval = interval
+    self.logger = logger
+  }
+
+  /// Gives the cores their resolutions from now on, and listens to the resolver.
+  func attach(_ cores: [LoopBound<ChannelCore>]) {
+    state.withLock { $0.cores = cores }
+    resolver.addObserver { [weak self] in self?.request() }
+  }
+
+  /// Resolves now, or once more after the resolution under way. Any thread.
+  func request() {
+    let (start, startPeriodic) = state.withLock { state -> (Bool, Bool) in
+      guard !state.closed else { return (false, false) }
+      let periodic = !state.periodicStarted
+      state.periodicStarted = true
+      if state.running {
+        state.again = true
+        return (false, periodic)
+      }
+      state.running = true
+      return (true, periodic)
+    }
+    if startPeriodic {
+      let interval = interval
+      let task = Task { [weak self] in
+        while !Task.isCancelled {
+          try? await Task.sleep(for: interval)
+          guard !Task.isCancelled, let self else { return }
+          self.request()
+        }
+      }
+      let cancel = state.withLock { state -> Bool in
+        state.periodic = task
+        return state.closed
+      }
+      if cancel { task.cancel() }
+    }
+    if start {
+      Task { await self.run() }
+    }
+  }
+
+  private func run() async {
+    let result: Result<[ResolvedEndpoint], ConnectionError>
+    do {
+      let found = try await resolver.resolve()
+      var endpoints: [ResolvedEndpoint] = []
+      var keys = Set<String>()
+      for address in found {
+        guard let socketAddress = SocketAddress.numeric(host: address.host, port: address.port) else {
+          logger.warning(
+            "the resolver gave an address that is not a numeric IP address and port; skipped",
+            metadata: ["address": "\(address)"])
+          continue
+        }
+        let key = socketAddress.description
+        if keys.insert(key).inserted { endpoints.append(ResolvedEndpoint(key: key, address: socketAddress)) }
+      }
+      result = endpoints.isEmpty ? .failure(.resolutionFailed(host: name, reason: "no addresses")) : .success(endpoints)
+    } catch {
+      result = .failure(
+        (error.cause as? ConnectionError) ?? .resolutionFailed(host: name, reason: error.message))
+    }
+    let (cores, again) = state.withLock { state -> ([LoopBound<ChannelCore>], Bool) in
+      state.resolutions += 1
+      switch result {
+      case .success(let endpoints): state.addresses = endpoints.map(\.key)
+      case .failure: state.failures += 1
+      }
+      state.running = false
+      let again = state.again && !state.closed
+      state.again = false
+      if again { state.running = true }
+      return (state.closed ? [] : state.cores, again)
+    }
+    logger.debug("resolved", metadata: ["target": "\(name)", "result": "\(result.map { $0.map(\.key) })"])
+    for core in cores { core.loop.execute { core.value.resolved(result) } }
+    if again { Task { await self.run() } }
+  }
+
+  /// Resolutions completed and failed, and the last good addresses.
+  var counts: (resolutions: Int, failures: Int, addresses: [String]) {
+    state.withLock { ($0.resolutions, $0.failures, $0.addresses) }
+  }
+
+  /// Stops resolving (the channel is shutting down) and lets go of the cores.
+  func close() {
+    let task = state.withLock { state -> Task<Void, Never>? in
+      state.closed = true
+      state.cores = []
+      return state.periodic
+    }
+    task?.cancel()
+  }
+}
