@@ -110,7 +110,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     case .plaintext:
       logger.notice(
         "gRPC channel uses plaintext HTTP/2 (h2c): no TLS, no server verification",
-        metadata: ["target": "\(target)"])
+        metadata: ["target": "\(target.logDescription)"])
     case .tls(let tls):
       do {
         tlsContext = try TLSContext(client: tls)

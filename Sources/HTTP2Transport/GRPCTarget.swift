@@ -178,6 +178,12 @@ public struct GRPCTarget: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// `HOST:PORT` for a DNS target, the gRPC syntax for a list: what logs name the target by.
+  var logDescription: String {
+    if case .dns(let host, let port) = kind { return GRPCAddress(host: host, port: port).description }
+    return description
+  }
+
   /// The host calls name (`:authority`, the TLS server name) unless configured: the DNS name, or the
   /// first address of a list.
   var primaryHost: String {
