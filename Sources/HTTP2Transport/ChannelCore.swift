@@ -8,6 +8,9 @@
 // connection to every address (up to its share of maxConnections), starting at a different address
 // on each loop, and opens more, to the address with the fewest, when the open ones reach the
 // server's MAX_CONCURRENT_STREAMS. A call goes to the ready connection with the fewest open streams.
+// While connections to other addresses are coming up (for at most a second each), the ready ones
+// take only an even share of the calls, so calls made on a fresh channel do not all go to the first
+// connection that happens to be ready.
 // An address that disappears from a resolution is drained: GOAWAY, its calls finish, no new ones.
 //
 // A failed connection attempt holds off the next attempt to that address by the backoff delay and
@@ -40,6 +43,9 @@ final class ChannelCore: ClientConnectionDelegate {
   /// Connections this core drained because their address left the resolution: their close is no failure.
   private var drainedConnections: Set<ObjectIdentifier> = []
   private var nextConnectionID = 1
+  /// When each connection still connecting started (monotonic nanoseconds).
+  private var connectStarted: [ObjectIdentifier: UInt64] = [:]
+  private var comingUpTimer: EventLoop.TimerID?
   private var waiting = FIFOQueue<PendingCall>()
   private var activeCalls: [UInt64: (connection: ClientConnection, call: PendingCall)] = [:]
   private var queuedCalls: [UInt64: PendingCall] = [:]
@@ -131,6 +137,13 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   private func dispatch(_ call: PendingCall) {
+    if comingUpCount() > 0, leastLoadedConnection() != nil {
+      // Connections to other addresses are coming up: the ready ones take their share only.
+      waiting.append(call)
+      queuedCalls[call.id] = call
+      drainWaiting()
+      return
+    }
     if let connection = leastLoadedConnection() {
       activeCalls[call.id] = (connection, call)
       connection.start(call)
@@ -239,8 +252,55 @@ final class ChannelCore: ClientConnectionDelegate {
     checkShutdownComplete()
   }
 
+  /// How long calls wait for a connection coming up to an address no ready connection serves,
+  /// rather than all going to the first that is ready.
+  static let comingUpHold: UInt64 = 1_000_000_000
+
+  /// Connections connecting, for at most ``comingUpHold``, to addresses no ready connection serves:
+  /// calls queued at the start are shared with them rather than all given to the first one ready.
+  private func comingUpCount() -> Int {
+    guard !connectStarted.isEmpty else { return 0 }
+    let now = monotonicNanoseconds()
+    var readyKeys = Set<String>()
+    for connection in connections where connection.phase == .ready {
+      if let key = connectionKeys[ObjectIdentifier(connection)] { readyKeys.insert(key) }
+    }
+    var count = 0
+    var earliestExpiry: UInt64?
+    for connection in connections where connection.phase == .connecting {
+      let id = ObjectIdentifier(connection)
+      guard let started = connectStarted[id], let key = connectionKeys[id], !readyKeys.contains(key) else { continue }
+      let expiry = started + Self.comingUpHold
+      guard expiry > now else { continue }
+      count += 1
+      earliestExpiry = min(earliestExpiry ?? expiry, expiry)
+    }
+    if let earliestExpiry, comingUpTimer == nil {
+      // When the hold ends, the calls still held go to the ready connections.
+      comingUpTimer = loop.scheduleTimer(after: .nanoseconds(Int64(earliestExpiry - now))) { [weak self] in
+        self?.comingUpTimer = nil
+        self?.drainWaiting()
+      }
+    }
+    return count
+  }
+
   private func drainWaiting() {
-    while !waiting.isEmpty, let connection = leastLoadedConnection(), let call = waiting.popFirst() {
+    let comingUp = comingUpCount()
+    var share = Int.max
+    if comingUp > 0 && !waiting.isEmpty {
+      // An even share of everything to carry, over the ready connections and those coming up.
+      var ready = 0
+      var load = waiting.count
+      for connection in connections where connection.canStartStream {
+        ready += 1
+        load += connection.activeStreamCount
+      }
+      share = (load + ready + comingUp - 1) / max(1, ready + comingUp)
+    }
+    while !waiting.isEmpty, let connection = leastLoadedConnection(), connection.activeStreamCount < share,
+      let call = waiting.popFirst()
+    {
       queuedCalls[call.id] = nil
       activeCalls[call.id] = (connection, call)
       connection.start(call)
@@ -338,6 +398,7 @@ final class ChannelCore: ClientConnectionDelegate {
     connection.delegate = self
     connections.append(connection)
     connectionKeys[ObjectIdentifier(connection)] = endpoint.key
+    connectStarted[ObjectIdentifier(connection)] = monotonicNanoseconds()
     connectAttempts += 1
     logger.debug("connecting", metadata: ["address": "\(endpoint.key)", "connection": "\(connection.id)"])
     connection.connect(tlsContext: tlsContext, serverName: serverName)
@@ -396,6 +457,8 @@ final class ChannelCore: ClientConnectionDelegate {
     if key != nil {
       resolution.request()
       ensureConnecting()
+      // Calls held for the connection that failed go to the ready ones.
+      if connections.contains(where: { $0.canStartStream }) { drainWaiting() }
     }
     // Fail fast: calls waiting for a connection end UNAVAILABLE now, unless another
     // connection can still take them.
@@ -410,6 +473,7 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   func connectionDidBecomeReady(_ connection: ClientConnection) {
+    connectStarted[ObjectIdentifier(connection)] = nil
     if let key = connectionKeys[ObjectIdentifier(connection)] { addressBackoff[key] = nil }
     logger.debug("connection ready", metadata: ["connection": "\(connection.id)"])
     drainWaiting()
@@ -423,6 +487,7 @@ final class ChannelCore: ClientConnectionDelegate {
     let id = ObjectIdentifier(connection)
     connections.removeAll { $0 === connection }
     let key = connectionKeys.removeValue(forKey: id)
+    connectStarted[id] = nil
     let drained = drainedConnections.remove(id) != nil
     if !wasReady && !drained {
       // A clean close before the connection was ready is this side's (a graceful shutdown).
@@ -480,6 +545,8 @@ final class ChannelCore: ClientConnectionDelegate {
     shutdownWaiters.append(done)
     if let backoffTimer { loop.cancelTimer(backoffTimer) }
     backoffTimer = nil
+    if let comingUpTimer { loop.cancelTimer(comingUpTimer) }
+    comingUpTimer = nil
     let queued = waiting
     waiting.removeAll()
     for call in queued {

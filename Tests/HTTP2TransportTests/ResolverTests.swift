@@ -236,6 +236,21 @@ struct LoadSpreadingTests {
     await set.stopAll()
   }
 
+  @Test("calls made on a fresh channel, before any connection is ready, are shared over every address")
+  func coldStartShares() async throws {
+    let set = try ServerSet(hosts: ["127.0.0.2", "127.0.0.3", "127.0.0.4"])
+    let channel = try GRPCChannel(target: .addresses(set.addresses), configuration: Self.plaintext)
+    // No warm-up: the first connection ready does not take every call.
+    let responses = (0..<30).map { _ in channel.serverStreaming(path: Method.held, request: []) }
+    #expect(await eventually { await set.openCalls().reduce(0, +) == 30 })
+    let counts = await set.openCalls()
+    #expect(counts.allSatisfy { $0 >= 5 }, "open calls per server: \(counts)")
+    for service in set.services { service.releaseHeld() }
+    for response in responses { #expect(await drain(response) == .success(1)) }
+    await channel.shutdown()
+    await set.stopAll()
+  }
+
   @Test("killing one of three servers moves its streams to the others; every stream still ends OK")
   func killedServerMovesStreams() async throws {
     let set = try ServerSet(hosts: ["127.0.0.2", "127.0.0.3", "127.0.0.4"])
