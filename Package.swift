@@ -36,6 +36,8 @@ let dependencies: [Package.Dependency] = [
   .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
   // Service and ServiceGroup: graceful shutdown on signals (library).
   .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+  // Spans per call and W3C trace context in request metadata through the swift-distributed-tracing API (library).
+  .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
 ]
 
 let targets: [Target] = [
@@ -194,6 +196,10 @@ let targets: [Target] = [
       "ProtoWire",
       "UpdatePipeline",
       .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "Tracing", package: "swift-distributed-tracing"),
+      .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
@@ -202,6 +208,11 @@ let targets: [Target] = [
     dependencies: ["JourneySharingCore", "UpdatePipeline", "Primitives", 
       "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport", "JSONWebToken",
       "ProtoWire", "TestLogging", "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "MetricsTestKit", package: "swift-metrics"),
+      .product(name: "Tracing", package: "swift-distributed-tracing"),
+      .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
@@ -328,6 +339,11 @@ let targets: [Target] = [
       "GRPCProtocol",
       "HTTP2Transport",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "Prometheus", package: "swift-prometheus"),
+      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      .product(name: "UnixSignals", package: "swift-service-lifecycle"),
     ],
     swiftSettings: defaultSwiftSettings
   ),

@@ -80,13 +80,16 @@ public struct GRPCTransportStatistics: Sendable, Hashable {
   public var pingsSent: Int
   /// Keepalive PING acknowledgements received.
   public var pingAcksReceived: Int
+  /// GOAWAY frames received from the server, over all connections.
+  public var goAwaysReceived: Int
   /// The backoff delays chosen after recent failures, oldest first.
   public var recentBackoffDelays: [Duration]
 
   /// Statistics with every figure given.
   public init(
     openConnections: Int = 0, activeCalls: Int = 0, queuedCalls: Int = 0, connectAttempts: Int = 0,
-    connectFailures: Int = 0, pingsSent: Int = 0, pingAcksReceived: Int = 0, recentBackoffDelays: [Duration] = []
+    connectFailures: Int = 0, pingsSent: Int = 0, pingAcksReceived: Int = 0, goAwaysReceived: Int = 0,
+    recentBackoffDelays: [Duration] = []
   ) {
     self.openConnections = openConnections
     self.activeCalls = activeCalls
@@ -95,6 +98,7 @@ public struct GRPCTransportStatistics: Sendable, Hashable {
     self.connectFailures = connectFailures
     self.pingsSent = pingsSent
     self.pingAcksReceived = pingAcksReceived
+    self.goAwaysReceived = goAwaysReceived
     self.recentBackoffDelays = recentBackoffDelays
   }
 }

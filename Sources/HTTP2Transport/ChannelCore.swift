@@ -55,6 +55,8 @@ final class ChannelCore: ClientConnectionDelegate {
   /// Keepalive PINGs sent and acknowledged, over all connections.
   private(set) var pingsSent = 0
   private(set) var pingAcksReceived = 0
+  /// GOAWAY frames received, over all connections.
+  private(set) var goAwaysReceived = 0
   /// The delays applied after each failed attempt, most recent last (kept short).
   private(set) var recentBackoffDelays: [Duration] = []
 
@@ -341,6 +343,10 @@ final class ChannelCore: ClientConnectionDelegate {
     if ack { pingAcksReceived += 1 } else { pingsSent += 1 }
   }
 
+  func connectionReceivedGoAway(_ connection: ClientConnection) {
+    goAwaysReceived += 1
+  }
+
   func connectionReceivedTooManyPings(_ connection: ClientConnection) {
     guard let interval = keepaliveInterval else { return }
     // As grpc-go does: the server's ping policy is stricter than our interval; double it for
@@ -393,6 +399,7 @@ final class ChannelCore: ClientConnectionDelegate {
       connectFailures: connectFailures,
       pingsSent: pingsSent,
       pingAcksReceived: pingAcksReceived,
+      goAwaysReceived: goAwaysReceived,
       recentBackoffDelays: recentBackoffDelays,
       keepaliveInterval: keepaliveInterval)
   }
@@ -434,6 +441,8 @@ public struct GRPCChannelStats: Sendable, Hashable {
   public var pingsSent: Int
   /// Keepalive PING acknowledgements received.
   public var pingAcksReceived: Int
+  /// GOAWAY frames received from the server, over all connections.
+  public var goAwaysReceived: Int
   /// The backoff delays chosen after recent failures, oldest first.
   public var recentBackoffDelays: [Duration]
   /// The keepalive interval in force (doubled after each `too_many_pings`), or `nil` without keepalive.

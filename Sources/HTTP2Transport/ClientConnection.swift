@@ -88,6 +88,8 @@ protocol ClientConnectionDelegate: AnyObject {
   var keepaliveInterval: Duration? { get }
   /// The server answered our pings with GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
   func connectionReceivedTooManyPings(_ connection: ClientConnection)
+  /// The server sent GOAWAY (counted for stats).
+  func connectionReceivedGoAway(_ connection: ClientConnection)
   /// The server listed the encodings it accepts (`grpc-accept-encoding`).
   func connection(_ connection: ClientConnection, serverAcceptsEncodings encodings: [String])
 }
@@ -498,6 +500,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   ) {
     logger.debug(
       "GOAWAY received", metadata: ["last_stream_id": "\(lastStreamID)", "error_code": "\(errorCode)"])
+    delegate?.connectionReceivedGoAway(self)
     if errorCode == .enhanceYourCalm, debugData.elementsEqual("too_many_pings".utf8) {
       delegate?.connectionReceivedTooManyPings(self)
     }

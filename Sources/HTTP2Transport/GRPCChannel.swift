@@ -300,7 +300,8 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     return GRPCTransportStatistics(
       openConnections: stats.openConnections, activeCalls: stats.activeCalls, queuedCalls: stats.queuedCalls,
       connectAttempts: stats.connectAttempts, connectFailures: stats.connectFailures, pingsSent: stats.pingsSent,
-      pingAcksReceived: stats.pingAcksReceived, recentBackoffDelays: stats.recentBackoffDelays)
+      pingAcksReceived: stats.pingAcksReceived, goAwaysReceived: stats.goAwaysReceived,
+      recentBackoffDelays: stats.recentBackoffDelays)
   }
 
   // MARK: - Lifecycle
