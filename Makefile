@@ -9,7 +9,7 @@ BUILD_DIR    := .build/debug
 FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 20
 
-.PHONY: all demo demo-ci test test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
+.PHONY: all demo demo-ci test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
 	bench bench-full bench-deps bench-build bench-micro bench-report
 
 all: build
@@ -35,9 +35,17 @@ demo: build
 	$(BUILD_DIR)/tripwatch demo $(DEMO_ARGS)
 
 ## test: install what is missing, build, and run every test
-test: deps venv
+test: deps venv format-check
 	$(SWIFT) build
 	$(MAKE) swift-test python-test demo-ci chaos test-tsan test-asan fuzz-ci
+
+## format: rewrite the Swift sources in place with swift-format (the toolchain's `swift format`, rules in
+## .swift-format); format-check: fail when a file is not formatted that way (part of `make test`, so of CI)
+FORMAT_PATHS := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Benchmarks
+format:
+	$(SWIFT) format format --in-place --parallel --recursive $(FORMAT_PATHS)
+format-check:
+	$(SWIFT) format lint --strict --parallel --recursive $(FORMAT_PATHS)
 
 ## demo-ci: the demo, short and non-interactive; exits 0 only when every trip finished
 demo-ci:

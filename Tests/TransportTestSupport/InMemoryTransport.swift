@@ -5,7 +5,7 @@
 // each one a scheduler task later, as if they had crossed a network. Deadlines run on the scheduler's
 // (virtual) clock. Everything happens on one `VirtualScheduler`, so a test is deterministic.
 
-import GRPCProtocol
+public import GRPCProtocol
 import Synchronization
 
 /// A ``GRPCClientTransport`` whose calls a ``GRPCService`` answers in memory.
