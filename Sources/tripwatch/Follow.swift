@@ -184,7 +184,7 @@ struct Follow: AsyncParsableCommand {
     }
   }
 
-    /// The trip names from the arguments, the file and standard input, in that order, without repeats.
+  /// The trip names from the arguments, the file and standard input, in that order, without repeats.
   private func gatherNames() throws -> [String] {
     var names: [String] = []
     var seen = Set<String>()

@@ -9,14 +9,15 @@ import FleetSim
 import GRPCProtocol
 import HTTP2Transport
 import InMemoryTracing
-@testable import JourneySharing
 import Logging
-import Primitives
 import MetricsTestKit
+import Primitives
 import ServiceLifecycle
 import Testing
-import TransportTestSupport
 import Tracing
+import TransportTestSupport
+
+@testable import JourneySharing
 
 private let streamMethod = [("method", "journeysharing.v1.TripStreamService/GetTrip")]
 private let unaryMethod = [("method", "maps.fleetengine.v1.TripService/GetTrip")]
@@ -37,7 +38,9 @@ private func gaugeLast(_ metrics: TestMetrics, _ label: String) throws -> Double
 
 @Suite("Metrics")
 struct MetricsTests {
-  @Test("streamed trips: updates, calls, gauges and timers match FleetSim's own counts", arguments: FixtureTransport.allCases)
+  @Test(
+    "streamed trips: updates, calls, gauges and timers match FleetSim's own counts",
+    arguments: FixtureTransport.allCases)
   func streamedTrips(_ transport: FixtureTransport) async throws {
     let metrics = TestMetrics()
     try await withFollowFixture(
@@ -221,12 +224,17 @@ struct TracingTests {
       #expect(span.attributes["rpc.method"]?.toSpanAttribute() == "GetTrip")
       #expect(span.attributes["journeysharing.attempt"]?.toSpanAttribute() == 1)
       let status = span.attributes["rpc.grpc.status_code"]?.toSpanAttribute()
-      #expect(status == .int64(Int64(GRPCStatusCode.ok.rawValue)) || status == .int64(Int64(GRPCStatusCode.cancelled.rawValue)))
+      #expect(
+        status == .int64(Int64(GRPCStatusCode.ok.rawValue))
+          || status == .int64(Int64(GRPCStatusCode.cancelled.rawValue)))
       #expect(span.traceID == caller.context.inMemorySpanContext?.traceID)
       #expect(span.parentSpanID == caller.context.inMemorySpanContext?.spanID)
       // The stream's own context went into its request metadata.
       let injected = tracer.performedContextInjections.map(\.values)
-      #expect(injected.contains { $0[InMemoryTracer.spanIDKey] == span.spanID && $0[InMemoryTracer.traceIDKey] == span.traceID })
+      #expect(
+        injected.contains {
+          $0[InMemoryTracer.spanIDKey] == span.spanID && $0[InMemoryTracer.traceIDKey] == span.traceID
+        })
     }
   }
 
@@ -257,7 +265,9 @@ struct TracingTests {
       let attempts = spans.prefix(3).map { $0.attributes["journeysharing.attempt"]?.toSpanAttribute() }
       #expect(attempts == [.int64(1), .int64(2), .int64(3)])
       for span in spans.prefix(3) {
-        #expect(span.attributes["rpc.grpc.status_code"]?.toSpanAttribute() == .int64(Int64(GRPCStatusCode.unavailable.rawValue)))
+        #expect(
+          span.attributes["rpc.grpc.status_code"]?.toSpanAttribute()
+            == .int64(Int64(GRPCStatusCode.unavailable.rawValue)))
         #expect(span.status?.code == .error)
         // No caller context: each poll is a trace of its own.
         #expect(span.parentSpanID == nil)
