@@ -38,10 +38,12 @@ private func gaugeLast(_ metrics: TestMetrics, _ label: String) throws -> Double
 
 @Suite("Metrics")
 struct MetricsTests {
-  @Test(
-    "streamed trips: updates, calls, gauges and timers match FleetSim's own counts",
-    arguments: FixtureTransport.allCases)
-  func streamedTrips(_ transport: FixtureTransport) async throws {
+  @Test("streamed trips: updates, calls, gauges and timers match FleetSim's own counts (in memory)")
+  func streamedTripsInMemory() async throws {
+    try await Self.streamedTrips(.inMemory)
+  }
+
+  static func streamedTrips(_ transport: FixtureTransport) async throws {
     let metrics = TestMetrics()
     try await withFollowFixture(
       transport, simulation: { followSimConfiguration(speedup: 400, now: $0) },
@@ -154,6 +156,25 @@ struct MetricsTests {
     }
   }
 
+  @Test("a send time from nowhere is clamped, not trapped on")
+  func latencyClamp() throws {
+    let metrics = TestMetrics()
+    let recorder = JourneySharingMetrics(factory: metrics, prefix: "x_")
+    recorder.recordDeliveryLatency(seconds: 1e300)
+    recorder.recordDeliveryLatency(seconds: -5)
+    recorder.recordDeliveryLatency(seconds: .nan)
+    recorder.recordDeliveryLatency(seconds: 0.25)
+    #expect(try metrics.expectTimer("x_delivery_latency_seconds").values == [86_400_000_000_000, 0, 0, 250_000_000])
+  }
+}
+
+@Suite("Metrics end to end")
+struct MetricsEndToEndTests {
+  @Test("streamed trips: updates, calls, gauges, timers and connections match FleetSim's own counts (over sockets)")
+  func streamedTripsOverSockets() async throws {
+    try await MetricsTests.streamedTrips(.sockets)
+  }
+
   @Test("GOAWAYs the server sends are counted (over sockets)")
   func goAways() async throws {
     let metrics = TestMetrics()
@@ -181,17 +202,6 @@ struct MetricsTests {
       let attempts = try metrics.expectCounter("journeysharing_connection_attempts_total").totalValue
       #expect(attempts >= 1)
     }
-  }
-
-  @Test("a send time from nowhere is clamped, not trapped on")
-  func latencyClamp() throws {
-    let metrics = TestMetrics()
-    let recorder = JourneySharingMetrics(factory: metrics, prefix: "x_")
-    recorder.recordDeliveryLatency(seconds: 1e300)
-    recorder.recordDeliveryLatency(seconds: -5)
-    recorder.recordDeliveryLatency(seconds: .nan)
-    recorder.recordDeliveryLatency(seconds: 0.25)
-    #expect(try metrics.expectTimer("x_delivery_latency_seconds").values == [86_400_000_000_000, 0, 0, 250_000_000])
   }
 }
 
@@ -308,6 +318,47 @@ private struct FollowUntilShutdown: Service {
 
 @Suite("Lifecycle")
 struct LifecycleTests {
+  @Test("shutdown() called directly ends run(); a second shutdown() waits for the first (in memory)")
+  func shutdownEndsRun() async throws {
+    try await VirtualFollowFixture.with({ followSimConfiguration(speedup: 100, now: $0) }) { fixture in
+      let recorder = RecordingSubscriber()
+      let model = fixture.model(0)
+      model.register(recorder)
+      let following = await fixture.advance(until: { !recorder.events(fixture.simulator.tripName(index: 0)).isEmpty })
+      #expect(following)
+      let services = fixture.services
+      try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try await services.run() }
+        tasks.addTask { await services.shutdown() }
+        tasks.addTask { await services.shutdown() }
+        try await tasks.waitForAll()
+      }
+      #expect(!model.isActive)
+      #expect(fixture.transport.activeCalls == 0)
+      model.unregisterSubscriber(recorder)
+    }
+  }
+
+  @Test("cancelling run()'s task shuts the services down (in memory)")
+  func cancelledRun() async throws {
+    try await VirtualFollowFixture.with({ followSimConfiguration(speedup: 100, now: $0) }) { fixture in
+      let services = fixture.services
+      let task = Task { try await services.run() }
+      task.cancel()
+      try await task.value
+      #expect(services.core.lifecycle.isShuttingDown)
+    }
+  }
+
+  @Test("the default logger is silent")
+  func silentLogger() {
+    let configuration = JourneySharingConfiguration(host: "127.0.0.1", port: 1, providerID: "p")
+    #expect(configuration.logger.handler is SwiftLogNoOpLogHandler)
+  }
+}
+
+@Suite("Lifecycle end to end")
+struct LifecycleEndToEndTests {
   @Test("in a ServiceGroup: graceful shutdown stops following, closes the connection, and run() returns (over sockets)")
   func serviceGroup() async throws {
     try await FollowFixture.with(followSimConfiguration(speedup: 5)) { fixture in
@@ -344,38 +395,6 @@ struct LifecycleTests {
     }
   }
 
-  @Test("shutdown() called directly ends run(); a second shutdown() waits for the first (in memory)")
-  func shutdownEndsRun() async throws {
-    try await VirtualFollowFixture.with({ followSimConfiguration(speedup: 100, now: $0) }) { fixture in
-      let recorder = RecordingSubscriber()
-      let model = fixture.model(0)
-      model.register(recorder)
-      let following = await fixture.advance(until: { !recorder.events(fixture.simulator.tripName(index: 0)).isEmpty })
-      #expect(following)
-      let services = fixture.services
-      try await withThrowingTaskGroup(of: Void.self) { tasks in
-        tasks.addTask { try await services.run() }
-        tasks.addTask { await services.shutdown() }
-        tasks.addTask { await services.shutdown() }
-        try await tasks.waitForAll()
-      }
-      #expect(!model.isActive)
-      #expect(fixture.transport.activeCalls == 0)
-      model.unregisterSubscriber(recorder)
-    }
-  }
-
-  @Test("cancelling run()'s task shuts the services down (in memory)")
-  func cancelledRun() async throws {
-    try await VirtualFollowFixture.with({ followSimConfiguration(speedup: 100, now: $0) }) { fixture in
-      let services = fixture.services
-      let task = Task { try await services.run() }
-      task.cancel()
-      try await task.value
-      #expect(services.core.lifecycle.isShuttingDown)
-    }
-  }
-
   @Test("withJourneySharingServices shuts down when its body returns, and when it throws (over sockets)")
   func scoped() async throws {
     try await FollowFixture.with(followSimConfiguration(speedup: 400)) { fixture in
@@ -409,11 +428,5 @@ struct LifecycleTests {
       #expect(held.withLock { $0?.isActive } == false)
       held.withLock { $0?.unregisterSubscriber(recorder) }
     }
-  }
-
-  @Test("the default logger is silent")
-  func silentLogger() {
-    let configuration = JourneySharingConfiguration(host: "127.0.0.1", port: 1, providerID: "p")
-    #expect(configuration.logger.handler is SwiftLogNoOpLogHandler)
   }
 }
