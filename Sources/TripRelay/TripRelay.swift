@@ -94,9 +94,12 @@ package final class TripRelay: Sendable {
     }
   }
 
-  /// Creates (or updates) `TRIPS`, `FOLLOW` and the relays' durable consumer on `FOLLOW`, as `configuration`
-  /// describes them. Retries while JetStream has no leader yet (a cluster that is starting).
-  package static func ensureStreams(_ jetStream: JetStream, _ configuration: RelayConfiguration) async throws {
+  /// Creates (or, with `updateExisting`, updates) `TRIPS`, `FOLLOW` and the relays' durable consumer on
+  /// `FOLLOW`, as `configuration` describes them; without `updateExisting`, what exists is left as it is (a
+  /// submitter does not reconfigure the relays' streams). Retries while JetStream has no leader yet.
+  package static func ensureStreams(
+    _ jetStream: JetStream, _ configuration: RelayConfiguration, updateExisting: Bool = true
+  ) async throws {
     var trips = JetStream.StreamConfiguration(name: configuration.tripsStream, subjects: ["trips.>"])
     trips.description = "Trip updates published by the trip relays (encoded journeysharing.v1.TripUpdate)"
     trips.replicas = configuration.replicas
@@ -115,6 +118,16 @@ package final class TripRelay: Sendable {
     consumer.maxAckPending = configuration.clusterMaxAckPending
     consumer.replicas = configuration.replicas
     try await retryingTransient(attempts: 30) { () throws(NATSError) in
+      if !updateExisting {
+        if try await exists({ () throws(NATSError) in _ = try await jetStream.streamInfo(trips.name) }),
+          try await exists({ () throws(NATSError) in _ = try await jetStream.streamInfo(follow.name) }),
+          try await exists({ () throws(NATSError) in
+            _ = try await jetStream.consumerInfo(stream: follow.name, consumer: configuration.followConsumer)
+          })
+        {
+          return
+        }
+      }
       _ = try await jetStream.createOrUpdateStream(trips)
       _ = try await jetStream.createOrUpdateStream(follow)
       _ = try await jetStream.createOrUpdateConsumer(stream: configuration.followStream, consumer)
@@ -394,6 +407,17 @@ final class HeldRequest: Sendable {
   var current: JetStream.Message { message.withLock { $0 } }
 
   func replace(_ newer: JetStream.Message) { message.withLock { $0 = newer } }
+}
+
+/// Whether `lookup` finds what it looks up (false for NOT_FOUND; other errors are thrown).
+private func exists(_ lookup: () async throws(NATSError) -> Void) async throws(NATSError) -> Bool {
+  do throws(NATSError) {
+    try await lookup()
+    return true
+  } catch {
+    if error.code == .notFound || error.jetStreamCode == 10059 || error.jetStreamCode == 10014 { return false }
+    throw error
+  }
 }
 
 /// Runs `body`, retrying transient NATS failures (no leader yet, a reconnect) up to `attempts` times.

@@ -20,7 +20,7 @@ struct Relay: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "relay",
     abstract: "Follow trips once per relay cluster on NATS JetStream; serve them over gRPC and JetStream.",
-    subcommands: [RelayRun.self, RelaySubmit.self])
+    subcommands: [RelayRun.self, RelaySubmit.self, RelayDemo.self])
 }
 
 /// Where the NATS cluster is.
@@ -78,7 +78,8 @@ struct RelaySubmit: AsyncParsableCommand {
     }
     guard !names.isEmpty else { throw ValidationError("give at least one trip name") }
     var logger = Logger(label: "tripwatch.relay")
-    logger.logLevel = .warning
+    // Closing the connection at the end logs a disconnect as a warning; only errors matter here.
+    logger.logLevel = .error
     let connection: NATSConnection
     do {
       connection = try await NATSConnection.connect(
@@ -93,7 +94,7 @@ struct RelaySubmit: AsyncParsableCommand {
         upstream: JourneySharingConfiguration(host: "unused", port: 0, providerID: provider ?? names[0].providerID),
         replicas: replicas, logger: logger)
       configuration.downstream = nil
-      try await TripRelay.ensureStreams(jetStream, configuration)
+      try await TripRelay.ensureStreams(jetStream, configuration, updateExisting: false)
       let (submitted, pending) = try await TripRelay.submit(names, to: jetStream)
       print("submitted \(submitted), already pending \(pending)")
     } catch {
@@ -178,7 +179,9 @@ struct RelayRun: AsyncParsableCommand {
     guard pollInterval > 0 else { throw ValidationError("--poll-interval must be > 0") }
     guard replicas >= 1 && replicas <= 5 else { throw ValidationError("--replicas must be 1…5") }
     guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-    if listen != "none" { _ = try Target(parsing: listen) }
+    if listen != "none" && Self.listenAddress(listen) == nil {
+      throw ValidationError("--listen must be HOST:PORT (port 0 picks one) or none")
+    }
   }
 
   func run() async throws {
@@ -198,9 +201,8 @@ struct RelayRun: AsyncParsableCommand {
     upstream.maxRequestsPerSecond = maxRequestsPerSecond > 0 ? maxRequestsPerSecond : nil
     upstream.deliveryThreads = 2
     var downstream: GRPCServerConfiguration?
-    if listen != "none" {
-      let target = try Target(parsing: listen)
-      downstream = GRPCServerConfiguration(host: target.host, port: target.port)
+    if listen != "none", let (host, port) = Self.listenAddress(listen) {
+      downstream = GRPCServerConfiguration(host: host, port: port)
     }
     var configuration = RelayConfiguration(
       relayID: id, natsServers: nats.serverList, upstream: upstream, downstream: downstream, maxTrips: maxTrips,
@@ -237,6 +239,16 @@ struct RelayRun: AsyncParsableCommand {
     await relay.shutdown()
     await runner.value
     print(Self.statsLine(relay.statistics(), relay: id))
+  }
+
+  /// `HOST:PORT` or `[IPv6]:PORT` with a port 0…65535.
+  static func listenAddress(_ text: String) -> (String, Int)? {
+    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+      (0...65_535).contains(port)
+    else { return nil }
+    var host = String(text[..<colon])
+    if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    return host.isEmpty ? nil : (host, port)
   }
 
   static func line(for event: RelayEvent, relay: String) -> String {
