@@ -96,6 +96,16 @@ final class ChildProcess: @unchecked Sendable {
     process.waitUntilExit()
   }
 
+  /// Waits (up to `timeout`, then SIGKILL) until it exits by itself; returns its exit status.
+  func waitUntilExit(timeout: Duration) async -> Int32 {
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+    if process.isRunning { kill() }
+    process.waitUntilExit()
+    for _ in 0..<100 where !output.withLock({ $0.closed }) { try? await Task.sleep(for: .milliseconds(20)) }
+    return process.terminationStatus
+  }
+
   /// SIGTERM, and wait (up to `timeout`, then SIGKILL) until it is gone; returns its exit status.
   @discardableResult
   func terminate(timeout: Duration = .seconds(30)) async -> Int32 {
