@@ -88,6 +88,8 @@ package enum RelayEvent: Sendable, Hashable {
     case rejected
     /// The relay is shutting down; the request was handed back (nak) for another relay.
     case shutdown
+    /// Another relay announced it received the request again (after AckWait) and follows the trip now.
+    case takenOver = "taken-over"
   }
 }
 
@@ -107,6 +109,8 @@ package struct RelayStatistics: Sendable, Hashable {
   package var duplicates = 0
   /// Publishes retried after a failure (a NATS node down, a leader election).
   package var publishRetries = 0
+  /// Follows stopped because another relay took the request over.
+  package var handedOver = 0
   /// Follow requests terminated because the trip was refused, or malformed.
   package var rejected = 0
   /// Downstream gRPC watchers open now.

@@ -115,6 +115,8 @@ final class TripHub: @unchecked Sendable {
   private unowned let service: RelayWatchService
   private let scheduler: any GRPCScheduler
   private var trip: Trip?
+  /// Updates were folded into `trip` without being sent (catching up).
+  private var foldedUnsent = false
   private var ended = false
   private var watchers: [ObjectIdentifier: Watcher] = [:]
   private var reader: Task<Void, Never>?
@@ -135,7 +137,7 @@ final class TripHub: @unchecked Sendable {
       self.service.watchers.withLock { $0 -= 1 }
       if self.watchers.isEmpty && !self.ended { self.service.remove(self) }
     }
-    if let trip { sendFull(trip, to: watcher) }
+    if let trip, !foldedUnsent { sendFull(trip, to: watcher) }
   }
 
   private func sendFull(_ trip: Trip, to watcher: Watcher) {
@@ -153,14 +155,22 @@ final class TripHub: @unchecked Sendable {
     watcher.call.send(update.serializedBytes())
   }
 
-  /// Loop only: an update read from `TRIPS`.
-  func apply(_ update: TripUpdate, isFinal: Bool) {
+  /// Loop only: an update read from `TRIPS`. While the reader catches up with the trip's history
+  /// (`catchingUp`: more messages are pending), updates are only folded; the first one after sends the
+  /// folded trip whole, so a late joiner gets one full trip, not the history.
+  func apply(_ update: TripUpdate, isFinal: Bool, catchingUp: Bool) {
     guard !ended else { return }
     var folded = trip ?? Trip()
     folded.apply(update)
     trip = folded
+    if catchingUp && !isFinal {
+      foldedUnsent = true
+      return
+    }
+    let sendWhole = foldedUnsent || update.fullTrip
+    foldedUnsent = false
     for watcher in watchers.values {
-      if watcher.sequence == 0 || update.fullTrip {
+      if watcher.sequence == 0 || sendWhole {
         // A watcher that has nothing yet gets the trip as folded so far; a full update restarts everyone.
         sendFull(folded, to: watcher)
       } else {
@@ -228,7 +238,8 @@ final class TripHub: @unchecked Sendable {
           message.headers[RelayNaming.finalHeader] == "true"
           || update.trip.map { $0.tripStatus == .complete || $0.tripStatus == .canceled } == true
         sawFinal = isFinal
-        scheduler.execute { hub.apply(update, isFinal: isFinal) }
+        let catchingUp = (message.metadata?.numPending ?? 0) > 0
+        scheduler.execute { hub.apply(update, isFinal: isFinal, catchingUp: catchingUp) }
         // The history read to its end without a final state: the trip may not be followed.
         if !isFinal && !submitted && message.metadata?.numPending == 0 {
           submitted = await Self.submitFollow(name, jetStream, configuration)

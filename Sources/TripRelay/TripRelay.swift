@@ -32,7 +32,10 @@ package final class TripRelay: Sendable {
   private struct Follow {
     let request: HeldRequest
     let streamSequence: UInt64
+    let delivery: UInt64
     var task: Task<Void, Never>?
+    /// Another relay announced it took the request over (a later delivery): stop without ack or nak.
+    var takenOver = false
   }
 
   private struct State {
@@ -52,13 +55,16 @@ package final class TripRelay: Sendable {
   private let downstream: RelayDownstream?
   private let state = Locked(State())
   private let onEvent: (@Sendable (RelayEvent) -> Void)?
+  private let takeovers: NATSSubscription
   private var logger: Logger { configuration.logger }
 
   private init(
     configuration: RelayConfiguration, connection: NATSConnection, jetStream: JetStream,
-    services: JourneySharingServices, downstream: RelayDownstream?, onEvent: (@Sendable (RelayEvent) -> Void)?
+    services: JourneySharingServices, downstream: RelayDownstream?, takeovers: NATSSubscription,
+    onEvent: (@Sendable (RelayEvent) -> Void)?
   ) {
     self.configuration = configuration
+    self.takeovers = takeovers
     self.connection = connection
     self.jetStream = jetStream
     self.services = services
@@ -80,6 +86,7 @@ package final class TripRelay: Sendable {
     do {
       let jetStream = try connection.jetStream()
       try await ensureStreams(jetStream, configuration)
+      let takeovers = try await connection.subscribe(subject: takeoverSubject(configuration))
       let services = try JourneySharingServices(configuration: configuration.upstream)
       var downstream: RelayDownstream?
       if let server = configuration.downstream {
@@ -87,7 +94,7 @@ package final class TripRelay: Sendable {
       }
       return TripRelay(
         configuration: configuration, connection: connection, jetStream: jetStream, services: services,
-        downstream: downstream, onEvent: onEvent)
+        downstream: downstream, takeovers: takeovers, onEvent: onEvent)
     } catch {
       await connection.close()
       throw error
@@ -186,8 +193,15 @@ package final class TripRelay: Sendable {
 
   // MARK: - Taking follow requests
 
+  /// The core NATS subject on which relays announce that they took a follow request over.
+  static func takeoverSubject(_ configuration: RelayConfiguration) -> String {
+    "relay.takeover.\(configuration.followStream).\(configuration.followConsumer)"
+  }
+
   /// Pulls follow requests and follows their trips until ``shutdown()``.
   package func run() async {
+    let fencing = Task { await self.listenForTakeovers() }
+    defer { fencing.cancel() }
     var subscription: JetStream.PullSubscription?
     while !state.withLock({ $0.stopping }) {
       guard let pull = subscription else {
@@ -231,6 +245,9 @@ package final class TripRelay: Sendable {
     let delivery = message.metadata?.numDelivered ?? 1
     let streamSequence = message.metadata?.streamSequence ?? 0
     enum Decision { case start(HeldRequest), redelivered, duplicate, stopping }
+    // The previous holder may still follow it (its in-progress acks were lost, say in a consumer leader
+    // change): announce the takeover, so that it stops.
+    if delivery > 1 { await announceTakeover(of: key, delivery: delivery) }
     let decision = state.withLock { state -> Decision in
       if state.stopping { return .stopping }
       if let existing = state.following[key] {
@@ -241,7 +258,7 @@ package final class TripRelay: Sendable {
         return .duplicate
       }
       let request = HeldRequest(message)
-      state.following[key] = Follow(request: request, streamSequence: streamSequence)
+      state.following[key] = Follow(request: request, streamSequence: streamSequence, delivery: delivery)
       state.statistics.followsStarted += 1
       if delivery > 1 { state.statistics.takeovers += 1 }
       return .start(request)
@@ -325,7 +342,11 @@ package final class TripRelay: Sendable {
       }
     }
     heartbeat.cancel()
+    if reason == .shutdown && state.withLock({ $0.following[key]?.takenOver == true }) { reason = .takenOver }
     switch reason {
+    case .takenOver:
+      // The request is another relay's now: neither ack nor nak it.
+      break
     case .final:
       await acknowledge(request, trip: key)
     case .rejected:
@@ -338,6 +359,7 @@ package final class TripRelay: Sendable {
       state.following[key] = nil
       if reason == .final { state.statistics.finished += 1 }
       if reason == .rejected { state.statistics.rejected += 1 }
+      if reason == .takenOver { state.statistics.handedOver += 1 }
     }
     logger.info("follow stop", metadata: ["trip": "\(key)", "reason": "\(reason.rawValue)"])
     onEvent?(.followStopped(trip: key, reason: reason, at: unixTime()))
@@ -377,6 +399,47 @@ package final class TripRelay: Sendable {
       }
     }
     logger.warning("could not ack the follow request; it will be redelivered", metadata: ["trip": "\(trip)"])
+  }
+
+  // MARK: - Fencing
+
+  private func announceTakeover(of trip: String, delivery: UInt64) async {
+    var headers = NATSHeaders()
+    headers[RelayNaming.relayHeader] = configuration.relayID
+    headers[RelayNaming.deliveryHeader] = "\(delivery)"
+    do throws(NATSError) {
+      try await connection.publish(
+        subject: Self.takeoverSubject(configuration), data: Array(trip.utf8), headers: headers)
+    } catch {
+      logger.debug("cannot announce a takeover", metadata: ["trip": "\(trip)", "error": "\(error)"])
+    }
+  }
+
+  /// Stops following every trip another relay announces it took over with a later delivery of its request.
+  private func listenForTakeovers() async {
+    while !Task.isCancelled && !state.withLock({ $0.stopping }) {
+      let message: NATSMessage?
+      do throws(NATSError) {
+        message = try await takeovers.next(timeout: .seconds(1))
+      } catch {
+        try? await Task.sleep(for: .milliseconds(250))
+        continue
+      }
+      guard let message, message.headers[RelayNaming.relayHeader] != configuration.relayID,
+        let delivery = message.headers[RelayNaming.deliveryHeader].flatMap({ UInt64($0) })
+      else { continue }
+      let trip = String(decoding: message.data, as: UTF8.self)
+      let task = state.withLock { state -> Task<Void, Never>? in
+        guard var follow = state.following[trip], follow.delivery < delivery, !follow.takenOver else { return nil }
+        follow.takenOver = true
+        state.following[trip] = follow
+        return follow.task
+      }
+      if let task {
+        logger.info("another relay took the trip over; stopping", metadata: ["trip": "\(trip)"])
+        task.cancel()
+      }
+    }
   }
 
   // MARK: - Stopping

@@ -270,6 +270,6 @@ struct RelayRun: AsyncParsableCommand {
     "relay-stats: relay=\(relay) following=\(statistics.following) follows_started=\(statistics.followsStarted) "
       + "takeovers=\(statistics.takeovers) finished=\(statistics.finished) published=\(statistics.published) "
       + "duplicates=\(statistics.duplicates) publish_retries=\(statistics.publishRetries) "
-      + "rejected=\(statistics.rejected) watchers=\(statistics.watchers)"
+      + "handed_over=\(statistics.handedOver) rejected=\(statistics.rejected) watchers=\(statistics.watchers)"
   }
 }
