@@ -5,7 +5,7 @@
 //
 // What it serves comes from JetStream, not from the relay's own following: a trip has one hub per relay
 // while anyone watches it there, and the hub reads the trip's subject of `TRIPS` from its first message
-// through one ordered consumer, folding each update into the trip. So any relay of the cluster serves any
+// through one consumer, folding each update into the trip. So any relay of the cluster serves any
 // trip, whichever relay follows it upstream; a late joiner gets the trip as folded so far, then the
 // updates; and however many clients watch a trip, it is followed upstream once (by whichever relay holds its
 // follow request) and read from JetStream once per relay. When the trip's history has no final state and
@@ -200,50 +200,88 @@ final class TripHub: @unchecked Sendable {
     let hub = self
     reader = Task {
       let logger = configuration.logger
-      var consumer: JetStream.OrderedConsumer?
+      // Read through an ephemeral pull consumer (no acks, deleted when idle for 30 s), re-created from the next
+      // stream sequence when it is lost (a NATS node restart): an ordered consumer by hand. libnats 3.4.1's
+      // own ordered consumers re-create themselves on a thread of their own, which can still run when the
+      // subscription is destroyed (a hub ends), and that crashed relays.
+      var pull: JetStream.PullSubscription?
+      var consumerName: String?
+      var lastSequence: UInt64 = 0
+      var emptyFetches = 0
       var submitted = !configuration.submitOnWatch
       var sawFinal = false
       while !Task.isCancelled && !sawFinal {
-        guard let reading = consumer else {
+        guard let reading = pull else {
+          var consumer = JetStream.ConsumerConfiguration(durableName: nil, filterSubject: subject, ackPolicy: .none)
+          consumer.deliverPolicy = lastSequence == 0 ? .all : .startSequence(lastSequence + 1)
+          consumer.inactiveThreshold = .seconds(30)
           do throws(NATSError) {
-            let made = try await jetStream.orderedConsumer(stream: configuration.tripsStream, filterSubject: subject)
-            consumer = made
+            let info = try await jetStream.createOrUpdateConsumer(stream: configuration.tripsStream, consumer)
+            consumerName = info.name
+            pull = try await jetStream.pullSubscription(stream: configuration.tripsStream, consumer: info.name)
             // Nothing published for this trip yet: make sure someone follows it.
-            if !submitted, try await made.consumerInfo().numPending == 0 {
+            if !submitted && lastSequence == 0 && info.numPending == 0 {
               submitted = await Self.submitFollow(name, jetStream, configuration)
             }
           } catch {
             logger.debug("cannot read \(subject) yet", metadata: ["error": "\(error)"])
+            if let made = consumerName, pull == nil {
+              try? await jetStream.deleteConsumer(stream: configuration.tripsStream, consumer: made)
+              consumerName = nil
+            }
             try? await Task.sleep(for: .seconds(1))
           }
           continue
         }
-        let message: JetStream.Message?
+        let messages: [JetStream.Message]
         do throws(NATSError) {
-          message = try await reading.next(timeout: .seconds(1))
+          messages = try await reading.fetch(batch: 256, timeout: .seconds(1))
         } catch {
-          if !error.isTransient { logger.debug("reading \(subject) failed", metadata: ["error": "\(error)"]) }
+          logger.debug("reading \(subject) failed", metadata: ["error": "\(error)"])
+          if !error.isTransient { pull = nil }
           try? await Task.sleep(for: .milliseconds(250))
           continue
         }
-        guard let message else { continue }
-        let update: TripUpdate
-        do {
-          update = try TripUpdate(serializedBytes: message.data)
-        } catch {
-          logger.warning("undecodable update on \(subject) skipped", metadata: ["error": "\(error)"])
+        if messages.isEmpty {
+          // Idle, or the consumer is gone (its server restarted): check now and then.
+          emptyFetches += 1
+          if emptyFetches % 10 == 0, let consumerName {
+            do throws(NATSError) {
+              _ = try await jetStream.consumerInfo(stream: configuration.tripsStream, consumer: consumerName)
+            } catch {
+              if error.code == .notFound || error.jetStreamCode == 10014 { pull = nil }
+            }
+          }
           continue
         }
-        let isFinal =
-          message.headers[RelayNaming.finalHeader] == "true"
-          || update.trip.map { $0.tripStatus == .complete || $0.tripStatus == .canceled } == true
-        sawFinal = isFinal
-        let catchingUp = (message.metadata?.numPending ?? 0) > 0
-        scheduler.execute { hub.apply(update, isFinal: isFinal, catchingUp: catchingUp) }
-        // The history read to its end without a final state: the trip may not be followed.
-        if !isFinal && !submitted && message.metadata?.numPending == 0 {
-          submitted = await Self.submitFollow(name, jetStream, configuration)
+        emptyFetches = 0
+        for message in messages {
+          guard let metadata = message.metadata, metadata.streamSequence > lastSequence else { continue }
+          lastSequence = metadata.streamSequence
+          let update: TripUpdate
+          do {
+            update = try TripUpdate(serializedBytes: message.data)
+          } catch {
+            logger.warning("undecodable update on \(subject) skipped", metadata: ["error": "\(error)"])
+            continue
+          }
+          let isFinal =
+            message.headers[RelayNaming.finalHeader] == "true"
+            || update.trip.map { $0.tripStatus == .complete || $0.tripStatus == .canceled } == true
+          let catchingUp = metadata.numPending > 0
+          scheduler.execute { hub.apply(update, isFinal: isFinal, catchingUp: catchingUp) }
+          if isFinal {
+            sawFinal = true
+            break
+          }
+          // The history read to its end without a final state: the trip may not be followed.
+          if !submitted && metadata.numPending == 0 {
+            submitted = await Self.submitFollow(name, jetStream, configuration)
+          }
         }
+      }
+      if let consumerName {
+        try? await jetStream.deleteConsumer(stream: configuration.tripsStream, consumer: consumerName)
       }
     }
   }
