@@ -9,7 +9,7 @@ BUILD_DIR    := .build/debug
 FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 20
 
-.PHONY: all demo demo-ci demo-relay relay-chaos test test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
+.PHONY: all demo demo-ci demo-relay relay-chaos test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
 	bench bench-full bench-deps bench-build bench-micro bench-report
 
 all: build
@@ -35,20 +35,37 @@ demo: build
 	$(BUILD_DIR)/tripwatch demo $(DEMO_ARGS)
 
 ## test: install what is missing, build, and run every test
-test: deps venv
+test: deps venv format-check
 	$(SWIFT) build
 	$(MAKE) swift-test python-test demo-ci chaos relay-chaos test-tsan test-asan fuzz-ci
+
+## format: rewrite the Swift sources in place with swift-format (the toolchain's `swift format`, rules in
+## .swift-format); format-check: fail when a file is not formatted that way (part of `make test`, so of CI)
+FORMAT_PATHS := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Benchmarks
+format:
+	$(SWIFT) format format --in-place --parallel --recursive $(FORMAT_PATHS)
+format-check:
+	$(SWIFT) format lint --strict --parallel --recursive $(FORMAT_PATHS)
 
 ## demo-ci: the demo, short and non-interactive; exits 0 only when every trip finished
 demo-ci:
 	$(BUILD_DIR)/tripwatch demo --trips 8 --speedup 120 --update-interval 0.25 --duration 60 --plain
 
-# The suites that follow simulated trips in real time (at 200-400x) run in a pass of their own,
-# so the rest of the suite does not starve them on a 2-core machine.
-TIMED_SUITES := JourneySharingTests|FleetSimTests
+# Three passes. `swift test --filter/--skip` match type names (Module.Type/test), not display names, so the
+# passes go by type names: a consumer test kept over real sockets in wall-clock time has a type name ending in
+# EndToEndTests; every other JourneySharingTests suite runs in memory on a virtual clock (or needs no server)
+# and belongs to the main pass.
+# - main: everything but the wall-time, alone and chaos suites (`make chaos` runs ChaosTests);
+# - timed: the suites that follow simulated trips in wall-clock time over sockets (at 200-1000x), in a pass of
+#   their own so the rest of the suite does not starve them on a 2-core machine;
+# - alone, one test at a time (--no-parallel): 10,000 polled trips on the virtual clock (seconds of CPU), and the
+#   decode budget's peak-memory measurement (the process's VmHWM, which any test running beside it adds to).
+WALL_TIME_SUITES := EndToEndTests|FleetSimTests
+ALONE_SUITES     := PollBudgetTests|DecodeBudgetPeakMemoryTests
 swift-test:
-	$(SWIFT) test --skip '$(TIMED_SUITES)|RelayChaosTests'
-	$(SWIFT) test --filter '$(TIMED_SUITES)' --skip ChaosTests
+	$(SWIFT) test --skip '$(WALL_TIME_SUITES)|$(ALONE_SUITES)|ChaosTests'
+	$(SWIFT) test --skip-build --filter '$(WALL_TIME_SUITES)'
+	$(SWIFT) test --skip-build --no-parallel --filter '$(ALONE_SUITES)'
 
 ## chaos: 2,000 trips followed while a fleetsim process is killed and restarted and sends GOAWAY, resets,
 ## drops and UNAVAILABLE; blocked subscribers; client-error classes that heal. Prints `chaos:` figures.
@@ -73,13 +90,20 @@ python-test:
 	  $(VENV_PY) -m pytest -q -s Tests/Differential Tests/Interop Tests/Conformance Tests/FleetSim \
 	    Tests/FleetEngineFake Tests/Readme
 
-## test-tsan: the concurrency tests of the delivery pipeline and the channel under ThreadSanitizer.
-## The consumer API's tests follow simulated trips in wall-clock time and are too timing-sensitive
-## under TSan's slowdown for CI; run them with TSAN_FILTER='JourneySharingTests' by hand.
-TSAN_FILTER ?= UpdatePipelineTests|HTTP2TransportTests
+## test-tsan: under ThreadSanitizer, the delivery pipeline, the channel, and the consumer API's tests (following,
+## errors, lifecycle, refresh, limits), which run in memory on a virtual clock: every JourneySharingTests suite but
+## the end-to-end ones over sockets in wall-clock time, the alone ones and ChaosTests (TSAN_SKIP). Each entry of
+## TSAN_FILTER runs in a process of its own: side by side under TSan's slowdown on two cores, the consumer tests
+## and the channel tests push each other's tests past their time limits.
+TSAN_FILTER ?= UpdatePipelineTests|HTTP2TransportTests|JourneySharingTests
+TSAN_SKIP   ?= $(WALL_TIME_SUITES)|$(ALONE_SUITES)|ChaosTests
 test-tsan:
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
-	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter '$(TSAN_FILTER)'
+	@set -e; for tests in $(subst |, ,$(TSAN_FILTER)); do \
+	  echo "test-tsan: $$tests"; \
+	  $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "$$tests" \
+	    --skip '$(TSAN_SKIP)'; \
+	done
 
 ## test-asan: the codec and framing tests (protobuf wire format, Fleet Engine messages, gRPC framing
 ## and calls, the nghttp2 session) under AddressSanitizer, leak checking included: the code that

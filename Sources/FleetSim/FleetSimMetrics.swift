@@ -5,7 +5,7 @@
 // of the served methods or "unknown" (never a path a client made up), a code label one of the 17
 // status names, a fault label one of five kinds; never a trip name.
 
-import CoreMetrics
+package import CoreMetrics
 import FleetEngineMessages
 import GRPCProtocol
 

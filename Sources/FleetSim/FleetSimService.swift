@@ -7,10 +7,10 @@
 
 import CoreMetrics
 import FleetEngineMessages
-import GRPCProtocol
+package import GRPCProtocol
 import HTTP2Transport
 import JSONWebToken
-import Logging
+package import Logging
 import Primitives
 import ProtoWire
 

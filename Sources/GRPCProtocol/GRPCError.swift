@@ -4,7 +4,7 @@
 // is what makes `(error as NSError).domain == "io.grpc"` work, so code written
 // against the mobile SDK's error checks ports directly.
 
-import Foundation
+public import Foundation
 
 /// A gRPC call that ended with a status other than OK, as a Swift `Error`.
 ///

@@ -459,8 +459,12 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     session?.outboundBufferedBytes(streamID: streamID) ?? 0
   }
 
+  /// Sends GOAWAY(NO_ERROR). What was queued before it (a health watcher's NOT_SERVING, a stream's last
+  /// messages) is written first: nghttp2 sends control frames ahead of pending DATA, so a GOAWAY
+  /// submitted in the same flush would overtake them.
   func goAway() {
     guard let session else { return }
+    flushNow()
     session.goAway(errorCode: .noError)
     scheduleFlush()
   }

@@ -3,7 +3,7 @@
 // Non-blocking TCP: resolve, connect, accept, read, write. Errors come back as
 // `SocketError` values carrying errno and a readable text.
 
-import CLinuxSystem
+package import CLinuxSystem
 
 #if canImport(Glibc)
   import Glibc

@@ -7,9 +7,9 @@
 // decode over them stops at the first element too many), the rest before it enters the per-trip
 // state; a trip above them is rejected whole and the state held stays as it was.
 
-import FleetEngineMessages
+package import FleetEngineMessages
 package import GRPCProtocol
-import ProtoWire
+package import ProtoWire
 
 /// Bounds on the trips a server may send, checked while a trip is decoded and before it enters
 /// the state a model holds.

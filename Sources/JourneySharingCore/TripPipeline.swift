@@ -7,7 +7,7 @@
 // snapshot, diffs it against the previous one, and offers the result to every subscriber's mailbox.
 // Single writer: one pipeline is driven from one thread at a time (its trip's scheduler).
 
-import FleetEngineMessages
+package import FleetEngineMessages
 package import GRPCProtocol
 
 /// What a pipeline hands events to: subscriber jobs and update streams.

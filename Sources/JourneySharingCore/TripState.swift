@@ -5,7 +5,7 @@
 // (Tests/Fuzz/TripMergeFuzzer) compiles this file with TripSnapshot.swift and
 // TripPropertyFields.swift on their own, against FleetEngineMessages only.
 
-import FleetEngineMessages
+package import FleetEngineMessages
 
 /// One followed trip's merged state: the current snapshot, and how an update or a polled
 /// trip becomes the next one (merge, derive, diff). Its snapshot's storage is reused when

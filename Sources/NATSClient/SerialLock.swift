@@ -1,7 +1,4 @@
-// Sources/NATSClient/SerialLock.swift - a pthread mutex held across a blocking libnats call
-//
-// Restored from the former Sources/NATSClient/Locked.swift when Locked moved to Primitives: fetches and
-// acks still use it (Primitives' Locked guards a value; this serializes calls on one libnats object).
+// Sources/NATSClient/SerialLock.swift - a pthread mutex that serializes blocking calls on one libnats object
 
 #if canImport(Glibc)
   import Glibc

@@ -8,7 +8,7 @@
 // subscriber's callback) shuts the gate and returns, and the delivery under way elsewhere stops at its
 // next callback boundary, which checks ``DeliveryGate/isOpen``.
 
-import Synchronization
+public import Synchronization
 
 #if canImport(Glibc)
   import Glibc

@@ -6,7 +6,7 @@
 // "delivery scheduled" and "closed" flags, so a publish decides in that one atomic step both that the value
 // is visible and whether a delivery has to be scheduled.
 
-import Synchronization
+public import Synchronization
 
 /// One subscriber's mailbox: the newest value and the OR of the change bits published since the last take.
 ///

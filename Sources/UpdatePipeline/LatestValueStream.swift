@@ -8,7 +8,7 @@
 // compare-and-swap; only a publish that finds the consumer idle also swaps the slot and resumes it.
 
 import Primitives
-import Synchronization
+public import Synchronization
 
 /// An `AsyncSequence` over a ``LatestValueMailbox`` for Swift-native consumers: each `next()` returns the
 /// newest value and the change bits merged since the previous `next()`, waiting (without holding a thread)

@@ -1,6 +1,6 @@
 // Sources/tripwatch/ServerOptions.swift - where the trips are and how to authenticate: `follow` and `get` share these
 
-import ArgumentParser
+public import ArgumentParser
 import JourneySharing
 import Logging
 import ToolSupport

@@ -214,18 +214,15 @@ def test_permission_denied_is_reported_with_its_code(fefake_tripwatch, fefake_se
 
 
 def test_an_invalid_trip_name_fails_locally(fefake_tripwatch, fefake_server):
+    """tripwatch rejects a malformed name before any call (exit 3, INVALID_INPUT), and nothing reaches the server."""
     fake = fefake_server()
     code, lines, stderr = fefake_follow(fefake_tripwatch, fake.target, "trip-7", extra=["--duration", "1"])
     # Let anything (wrongly) sent arrive before asking the fake.
     time.sleep(0.2)
     summary = fake.stop()
-    assert code == 0, stderr
-    errors = [l for l in lines if l["event"] == "error"]
-    assert errors, lines
-    for error in errors:
-        assert error["trip"] == "trip-7"
-        assert error["domain"] == "io.grpc" and error["code"] == 3 and error["name"] == "INVALID_ARGUMENT", error
-    assert not any(l["event"] == "trip" for l in lines)
+    assert code == 3, (code, stderr)
+    assert 'malformed trip name "trip-7"' in stderr and "providers/{provider}/trips/{trip}" in stderr, stderr
+    assert not any(l["event"] == "trip" for l in lines), lines
     assert summary["calls"] == 0, summary
 
 

@@ -272,12 +272,13 @@ extension ChaosTests {
       #expect(delays.count >= 1_000, "only \(delays.count) deliveries measured")
       #expect(p99 <= 1.0, "p99 delivery delay \(p99) s while two subscribers block")
       // Each blocker saw at most one delivery per 3 s (plus the one in progress), and each was the
-      // newest state at the time: sequence numbers jump by many updates, nothing queued up behind.
+      // newest state at the time: sequence numbers jump by several updates (about ten per 3 s at full speed,
+      // fewer when a loaded machine slows the simulator), nothing queued up behind (a backlog jumps by 1).
       for blocker in blockers {
         let sequences = blocker.sequencesSeen
         #expect(blocker.deliveryCount <= Int(window / 3) + 3, "\(blocker.deliveryCount) deliveries")
         let jumps = zip(sequences.dropFirst(), sequences).map { Int($0) - Int($1) }
-        #expect(jumps.allSatisfy { $0 >= 10 }, "sequence jumps \(jumps): the blocker got a backlog")
+        #expect(jumps.allSatisfy { $0 >= 3 }, "sequence jumps \(jumps): the blocker got a backlog")
       }
       // The memory a blocked subscriber holds is one pending event: nothing grows while it blocks.
       #expect(rssAfter - rssBefore <= 16 << 20, "RSS \(mebibytes(rssBefore)) → \(mebibytes(rssAfter))")

@@ -1,8 +1,9 @@
 // Tests/JourneySharingTests/FollowTestSupport.swift - FleetSim fixtures, a recording subscriber, a unary-only fake
 //
-// Every following test runs its own FleetSim on 127.0.0.1 (port 0, h2c) at a high speed-up with a short
-// update interval, and its own JourneySharingServices with a small retry backoff. Tests run in parallel on
-// few cores, so conditions are awaited by polling with a bound, never by asserting how long something took.
+// Every following test runs its own FleetSim at a high speed-up with a short update interval, in memory on a
+// virtual clock (VirtualFollowFixture) or on 127.0.0.1 (port 0, h2c) over sockets (FollowFixture), and its own
+// JourneySharingServices with a small retry backoff. Tests run in parallel on few cores, so conditions are
+// awaited by polling with a bound, never by asserting how long something took.
 
 import Primitives
 import FleetEngineMessages
@@ -409,11 +410,12 @@ func isInPlannedOrder(_ statuses: [TripStatus], plan: TripPlan) -> Bool {
 
 // MARK: - Tokens
 
-/// An HS256 token granting `tripID` (any trip for "*"), expiring `expiresIn` seconds from now, with the claims
-/// FleetSim checks as Fleet Engine does: its audience, `iss` = `sub` (a service account), and at most an hour
-/// between `iat` and `exp`.
-func followToken(tripID: String, expiresIn: Double = 3_600, secret: [UInt8] = followSecret) throws -> String {
-  let now = followWallClock()
+/// An HS256 token granting `tripID` (any trip for "*"), expiring `expiresIn` seconds after `now` (the fixture's
+/// clock, Unix seconds), with the claims FleetSim checks as Fleet Engine does: its audience, `iss` = `sub` (a
+/// service account), and at most an hour between `iat` and `exp`.
+func followToken(
+  tripID: String, expiresIn: Double = 3_600, secret: [UInt8] = followSecret, now: Double = followWallClock()
+) throws -> String {
   let account = "journeysharing-tests@example.iam.gserviceaccount.com"
   var claims = JWTClaims(
     issuer: account, subject: account, audience: ["https://fleetengine.googleapis.com/"],
@@ -444,7 +446,7 @@ final class CountingTokenProvider: AuthorizationProvider {
 
 /// A server that answers only Fleet Engine's unary GetTrip (from a ``TripSimulator``, honouring the route and
 /// waypoint versions) and UNIMPLEMENTED for everything else, like the real Fleet Engine. It can fail the first
-/// calls with a given code.
+/// calls with a given code. Hosted by a real GRPCServer or by an in-memory transport.
 final class UnaryOnlyFleetEngine: GRPCService, Sendable {
   struct Counters: Sendable, Hashable {
     var unaryCalls = 0
@@ -491,8 +493,9 @@ final class UnaryOnlyFleetEngine: GRPCService, Sendable {
       call.finish(GRPCStatus(code: .notFound, message: "no such trip"))
       return
     }
+    // The call's clock: the wall clock over sockets, a test's virtual clock in memory.
     var trip = simulator.trip(
-      index: index, atSimulatedSeconds: simulator.simulatedSeconds(atUnixTime: followWallClock()),
+      index: index, atSimulatedSeconds: simulator.simulatedSeconds(atUnixTime: call.scheduler.unixTime),
       routeFormat: request.routeFormatType)
     func current(_ requested: Timestamp?, _ version: Timestamp?) -> Bool {
       guard let requested, let version else { return false }
@@ -541,4 +544,17 @@ final class SharedCounter: Sendable {
   /// Sets bit `bit`.
   func setBit(_ bit: Int) { storage.bitwiseOr(1 << bit, ordering: .sequentiallyConsistent) }
   func hasBit(_ bit: Int) -> Bool { value & (1 << bit) != 0 }
+}
+
+// MARK: - Client configurations
+
+/// A `client:` closure for the fixtures: the configuration they give, changed by `change`.
+func configured(
+  _ change: @escaping (inout JourneySharingConfiguration) -> Void
+) -> (JourneySharingConfiguration) -> JourneySharingConfiguration {
+  { configuration in
+    var configuration = configuration
+    change(&configuration)
+    return configuration
+  }
 }

@@ -1,8 +1,9 @@
 // Tests/JourneySharingTests/ScriptedFleetEngine.swift - a server answering GetTrip from a script
 //
-// A real GRPCServer on 127.0.0.1 (no mock of the network) whose answers the test writes: for the n-th call
-// of each GetTrip method, the response headers, the messages (encoded trips, or garbage bytes) and how the
-// call ends (or that it stays open). It records the calls and the cancellations it sees.
+// A GRPCService whose answers the test writes, served in memory on a virtual clock or by a real GRPCServer on
+// 127.0.0.1: for the n-th call of each GetTrip method, the response headers, the messages (encoded trips, or
+// garbage bytes) and how the call ends (or that it stays open). It records the calls and the cancellations
+// it sees.
 
 import FleetEngineMessages
 import Foundation
@@ -72,39 +73,28 @@ final class ScriptedFleetEngine: GRPCService, Sendable {
   /// Calls the client cancelled (or whose connection dropped) while they were open.
   var cancellations: Int { state.withLock { $0.cancellations } }
 
-  /// A started server for `script`, and services following trips on it (plaintext, quick backoff).
+  /// `script` served over `transport` (in memory on a virtual clock, or by a real GRPCServer on 127.0.0.1), and
+  /// services following trips on it, configured by `client` (given the tests' usual client configuration for
+  /// that server: plaintext, quick backoff).
   static func with<R>(
+    _ transport: FixtureTransport,
     script: @escaping @Sendable (_ path: String, _ number: Int) -> ScriptedReply,
-    client: (Int) -> JourneySharingConfiguration,
-    _ body: (ScriptedFleetEngine, JourneySharingServices) async throws -> R
+    client: (JourneySharingConfiguration) -> JourneySharingConfiguration,
+    _ body: (ScriptedFleetEngine, any ServiceFixture) async throws -> R
   ) async throws -> R {
-    let engine = ScriptedFleetEngine(script)
-    let server = try GRPCServer(configuration: GRPCServerConfiguration(), service: engine, logger: quietLogger("scripted"))
-    let services: JourneySharingServices
-    do {
-      services = try JourneySharingServices(configuration: client(try server.start()))
-    } catch {
-      await server.shutdown(graceful: false)
-      throw error
-    }
-    do {
-      let result = try await body(engine, services)
-      await server.shutdown(graceful: false)
-      await services.shutdown()
-      return result
-    } catch {
-      await server.shutdown(graceful: false)
-      await services.shutdown()
-      throw error
-    }
+    try await withServiceFixture(transport, service: { _ in ScriptedFleetEngine(script) }, client: client, body)
   }
 }
 
-/// A scripted-server client configuration (plaintext, quick retries) in `mode`.
+/// A scripted-server client configuration: `configuration` (the tests' usual one for the server) in `mode`,
+/// polling every 50 ms.
 func scriptedClient(
-  port: Int, mode: JourneySharingConfiguration.FetchMode, logger: Logger = quietLogger("journeysharing.scripted")
+  _ configuration: JourneySharingConfiguration, mode: JourneySharingConfiguration.FetchMode,
+  logger: Logger = quietLogger("journeysharing.scripted")
 ) -> JourneySharingConfiguration {
-  var configuration = followClientConfiguration(port: port, mode: mode, pollInterval: .milliseconds(50))
+  var configuration = configuration
+  configuration.fetchMode = mode
+  configuration.pollInterval = .milliseconds(50)
   configuration.logger = logger
   return configuration
 }

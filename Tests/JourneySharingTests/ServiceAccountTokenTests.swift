@@ -2,7 +2,8 @@
 //
 // Keys are made in the test with the openssl CLI: an RSA key in a service-account JSON key file, as
 // Google Cloud issues them. Tokens are checked claim by claim and by signature, against a FleetSim that
-// requires RS256 tokens verified with the key's public half (as `fleetsim --jwt-public-key` does).
+// requires RS256 tokens verified with the key's public half (as `fleetsim --jwt-public-key` does), in memory
+// on a virtual clock (the provider signs on that clock).
 
 import FleetEngineMessages
 import FleetSim
@@ -73,7 +74,7 @@ private func context(_ tripID: String) -> AuthorizationContext {
   AuthorizationContext(tripID: tripID, tripName: "providers/demo/trips/\(tripID)")
 }
 
-@Suite("Service account tokens", .timeLimit(.minutes(2)))
+@Suite("Service account tokens (FleetSim in memory)", .timeLimit(.minutes(2)))
 struct ServiceAccountTokenTests {
   @Test("A token has exactly the claims Fleet Engine's guide lists, and verifies with the key's public half")
   func claims() async throws {
@@ -173,15 +174,31 @@ struct ServiceAccountTokenTests {
     let account = try TestServiceAccount.make()
     let keyFile = try account.writeKeyFile()
     defer { try? FileManager.default.removeItem(atPath: keyFile) }
-    let minted = try ServiceAccountTokenProvider(keyFile: keyFile)
-    try await FollowFixture.with(
-      followSimConfiguration(simulatedNow: followNeverStarts, auth: .rs256(publicKeyPEM: account.publicKeyPEM)),
-      client: { followClientConfiguration(port: $0, mode: mode, authorization: minted) }
+    // The key file loads; the provider that follows signs the same key on the fixture's clock (virtual in memory:
+    // FleetSim checks iat and exp against it).
+    let fromFile = try ServiceAccountTokenProvider(keyFile: keyFile)
+    #expect("\(fromFile)".contains(account.email))
+    let keyJSON = try #require(FileManager.default.contents(atPath: keyFile))
+    let clock = FixtureClock()
+    let minted = try ServiceAccountTokenProvider(
+      keyJSON: Array(keyJSON), scope: .trip, lifetime: .seconds(3600), renewalMargin: .seconds(300),
+      audience: ServiceAccountTokenProvider.fleetEngineAudience, clock: { clock.now })
+    try await withFollowFixture(
+      .inMemory,
+      simulation: {
+        followSimConfiguration(
+          simulatedNow: followNeverStarts, auth: .rs256(publicKeyPEM: account.publicKeyPEM), now: $0)
+      },
+      client: configured {
+        $0.fetchMode = mode
+        $0.authorization = minted
+      },
+      clock: clock
     ) { fixture in
       let subscriber = RecordingSubscriber()
       let model = fixture.model(0)
       model.register(subscriber)
-      #expect(await waitUntil { subscriber.trips().count >= 2 }, "updates with minted tokens")
+      #expect(await fixture.wait { subscriber.trips().count >= 2 }, "updates with minted tokens")
       #expect(subscriber.errors().isEmpty, "\(subscriber.errors())")
       model.unregisterSubscriber(subscriber)
 
@@ -189,13 +206,15 @@ struct ServiceAccountTokenTests {
       let tripZero = try #require(TripName(parsing: fixture.simulator.tripName(index: 0)))
       let wrongTrip = try await minted.fetchToken(
         with: AuthorizationContext(tripID: tripZero.tripID, tripName: tripZero.description))
-      let services = try JourneySharingServices(
-        configuration: followClientConfiguration(
-          port: fixture.port, mode: mode, authorization: StaticTokenProvider(token: wrongTrip)))
+      let services = try fixture.moreServices(
+        client: configured {
+          $0.fetchMode = mode
+          $0.authorization = StaticTokenProvider(token: wrongTrip)
+        })
       let refused = RecordingSubscriber()
       let other = services.tripService.tripModel(forTripName: fixture.simulator.tripName(index: 1))
       other.register(refused)
-      #expect(await waitUntil { !refused.errors().isEmpty })
+      #expect(await fixture.wait { !refused.errors().isEmpty })
       let error = try #require(refused.errors().first)
       #expect(error.domain == "io.grpc")
       #expect(error.code == GRPCStatusCode.permissionDenied.rawValue, "\(error.description)")

@@ -4,6 +4,7 @@
 // reach the follower in reverse order and leave it following for nobody; two subscribers unregistering
 // each other from their callbacks spun forever, each waiting for the other's delivery to end; and a
 // subscriber that unregistered itself inside a callback still got the rest of that delivery's callbacks.
+// The first two follow a server nobody can reach, the third FleetSim's service, in memory.
 
 import FleetEngineMessages
 import FleetSim
@@ -12,13 +13,35 @@ import GRPCProtocol
 import JourneySharing
 import Synchronization
 import Testing
+import TransportTestSupport
 
-/// Services pointed at a port nothing listens on: following starts (and keeps retrying), so a model's
-/// state says whether its follower thinks anyone is registered.
-private func servicesWithoutServer(deliveryThreads: Int = 4) throws -> JourneySharingServices {
-  var configuration = followClientConfiguration(port: 1)
-  configuration.deliveryThreads = deliveryThreads
-  return try JourneySharingServices(configuration: configuration)
+/// Never asked: its transport is unreachable.
+private final class NoService: GRPCService {
+  func handle(_ call: any GRPCServerCallContext) {
+    call.finish(GRPCStatus(code: .unimplemented, message: "no service"))
+  }
+}
+
+/// Services whose server nobody can reach, in memory: every call fails UNAVAILABLE at once, as one to a port
+/// nothing listens on does. Following starts (and keeps retrying: the retries wait on a virtual clock that
+/// never moves), so a model's state says whether its follower thinks anyone is registered.
+private struct ServicesWithoutServer {
+  let scheduler = VirtualScheduler()
+  let services: JourneySharingServices
+
+  init(deliveryThreads: Int = 4) {
+    let transport = InMemoryTransport(service: NoService(), scheduler: scheduler)
+    transport.setUnreachable(GRPCStatus(code: .unavailable, message: "connection refused"))
+    var configuration = followClientConfiguration(port: 1)
+    configuration.deliveryThreads = deliveryThreads
+    services = JourneySharingServices(configuration: configuration, transport: transport)
+  }
+
+  func shutdown() async {
+    await services.shutdown()
+    scheduler.waitUntilIdle()
+    scheduler.shutdown()
+  }
 }
 
 /// A subscriber that does nothing.
@@ -109,11 +132,12 @@ extension TripPropertyFields {
   fileprivate func count(ofMembersIn members: [TripPropertyFields]) -> Int { members.count { contains($0) } }
 }
 
-@Suite("Subscriber races", .timeLimit(.minutes(2)))
+@Suite("Subscriber races (in memory)", .timeLimit(.minutes(2)))
 struct SubscriberRaceTests {
   @Test("20,000 register/unregister races on one model never leave it following for nobody")
   func registerUnregisterRacesLeakNoFollow() async throws {
-    let services = try servicesWithoutServer()
+    let unreachable = ServicesWithoutServer()
+    let services = unreachable.services
     let model = services.tripService.tripModel(forTripName: "providers/\(followProvider)/trips/trip-1")
     let subscriber = Quiet()
     let rounds = 20_000
@@ -131,12 +155,13 @@ struct SubscriberRaceTests {
       }
     }
     #expect(leaks == 0, "\(leaks) checks found the model following with no subscriber")
-    await services.shutdown()
+    await unreachable.shutdown()
   }
 
   @Test("Two subscribers unregistering each other from their callbacks at the same time both return")
   func mutualUnregisterDoesNotLivelock() async throws {
-    let services = try servicesWithoutServer(deliveryThreads: 4)
+    let unreachable = ServicesWithoutServer(deliveryThreads: 4)
+    let services = unreachable.services
     for round in 0..<20 {
       let rendezvous = Rendezvous(count: 2)
       let first = MutualCloser(rendezvous: rendezvous)
@@ -148,25 +173,28 @@ struct SubscriberRaceTests {
       second.setPartner(a, first)
       a.register(first)
       b.register(second)
-      // Each gets UNAVAILABLE (nothing listens), meets the other inside its callback, and unregisters it.
+      // Each gets UNAVAILABLE (nothing answers), meets the other inside its callback, and unregisters it. (The
+      // errors need no virtual time: this waits for the delivery threads, in real time.)
       let finished = await waitUntil(timeout: .seconds(30)) { first.done && second.done }
       #expect(finished, "round \(round): the mutual unregistration did not return")
       #expect(first.met && second.met, "round \(round): the two callbacks did not overlap")
       #expect(a.subscriberCount == 0 && b.subscriberCount == 0)
       if !finished { break }
     }
-    await services.shutdown()
+    await unreachable.shutdown()
   }
 
   @Test("A subscriber that unregisters itself inside a callback gets none of the rest of that delivery")
   func noCallbackAfterSelfUnregister() async throws {
-    try await FollowFixture.with(followSimConfiguration(simulatedNow: followNeverStarts)) { fixture in
+    try await withFollowFixture(
+      .inMemory, simulation: { followSimConfiguration(simulatedNow: followNeverStarts, now: $0) }
+    ) { fixture in
       let subscriber = SelfCloser()
       let model = fixture.model(0)
       model.register(subscriber)
-      #expect(await waitUntil { subscriber.events.contains("unregistered") })
+      #expect(await fixture.wait { subscriber.events.contains("unregistered") })
       // Give anything still queued time to (wrongly) arrive.
-      try await Task.sleep(for: .milliseconds(300))
+      await fixture.pass(.milliseconds(300))
       let events = subscriber.events
       let index = try #require(events.firstIndex(of: "unregistered"))
       #expect(index == events.count - 1, "callbacks after unregistering: \(events[index...]) of \(events)")

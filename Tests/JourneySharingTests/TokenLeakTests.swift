@@ -50,8 +50,10 @@ private func pieces(of token: String) -> [String] {
   [token, "Bearer " + token] + token.split(separator: ".").map(String.init).filter { $0.count >= 8 }
 }
 
-@Suite("Tokens stay out of logs and errors", .timeLimit(.minutes(2)))
-struct TokenLeakTests {
+/// Over real sockets: the logs searched include the HTTP/2 transport's and the server's at trace level, where
+/// request headers (the `authorization` header among them) pass; an in-memory transport would leave them out.
+@Suite("Tokens stay out of logs and errors, end to end (FleetSim over sockets)", .timeLimit(.minutes(2)))
+struct TokenLeakEndToEndTests {
   @Test(
     "Refused tokens (wrong key, not a JWT, expired, another trip's) and accepted ones: no log at trace level and no error text holds any piece of them",
     arguments: [JourneySharingConfiguration.FetchMode.stream, .poll])

@@ -1,7 +1,9 @@
 // Tests/JourneySharingTests/TripErrorTests.swift - errors, recovery, auth and invalid names
 //
 // Errors reach subscribers as GRPCError (NSError domain io.grpc, code the status code) and following
-// retries with backoff while the model stays active; a server that heals is followed to the end.
+// retries with backoff while the model stays active; a server that heals is followed to the end. The servers
+// (FleetSim's service, a unary-only Fleet Engine) run in memory on a virtual clock; the one check that needs a
+// real server (no connection is made for an invalid name) also runs end to end over sockets.
 
 import FleetEngineMessages
 import FleetSim
@@ -10,12 +12,13 @@ import HTTP2Transport
 import JourneySharing
 import Synchronization
 import Testing
+import TransportTestSupport
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-@Suite("Errors and recovery")
+@Suite("Errors and recovery (in memory)", .timeLimit(.minutes(5)))
 struct TripErrorTests {
   static let codes: [GRPCStatusCode] = [
     .invalidArgument, .notFound, .permissionDenied, .resourceExhausted, .unauthenticated, .aborted, .cancelled,
@@ -29,13 +32,14 @@ struct TripErrorTests {
     async throws
   {
     let faults = FaultInjection(failureRate: 1, failureCode: code)
-    try await FollowFixture.with(
-      followSimConfiguration(faults: faults), client: { followClientConfiguration(port: $0, mode: mode) }
+    try await withFollowFixture(
+      .inMemory, simulation: { followSimConfiguration(faults: faults, now: $0) },
+      client: configured { $0.fetchMode = mode }
     ) { fixture in
       let recorder = RecordingSubscriber()
       let model = fixture.model(0)
       model.register(recorder)
-      let retried = await waitUntil { recorder.errors().count >= 3 }
+      let retried = await fixture.wait { recorder.errors().count >= 3 }
       #expect(retried, "\(code.name) \(mode): \(recorder.errors().count) errors")
       let errors = recorder.errors()
       #expect(!errors.isEmpty)
@@ -47,7 +51,7 @@ struct TripErrorTests {
       #expect(await model.modelState() == .active)
       #expect(recorder.modelStates() == [.active])
       #expect(recorder.trips().isEmpty)
-      let stats = await fixture.sim.stats()
+      let stats = await fixture.fleetStats()
       #expect(stats.injectedFailures >= 3)
       if mode == .poll {
         #expect(stats.streamsStarted == 0)
@@ -62,66 +66,77 @@ struct TripErrorTests {
   @Test("A server that fails, then is replaced by a healthy one on the same port: updates resume to the end")
   func followingRecoversWhenTheServerHeals() async throws {
     let index = 6  // the longest trip: still under way after the outage
-    let startTime = followWallClock() + followLeadTime
-    let failing = try FleetSim(
-      configuration: followSimConfiguration(
-        speedup: 300, faults: FaultInjection(failureRate: 1, failureCode: .unavailable), startTime: startTime),
-      logger: quietLogger("fleetsim.failing"))
-    let port = try failing.start()
-    let services = try JourneySharingServices(configuration: followClientConfiguration(port: port))
-    let recorder = RecordingSubscriber()
-    let name = failing.simulator.tripName(index: index)
-    let model = services.tripService.tripModel(forTripName: name)
-    model.register(recorder)
-    #expect(await waitUntil { recorder.errors().count >= 3 })
-    #expect(recorder.trips().isEmpty)
-    await failing.shutdown()
+    // In memory the server is replaced in place: it fails every call, then is gone (every call fails as a
+    // refused connection does), then the same simulation (seed and start time) answers without faults at the
+    // same address (the same transport).
+    try await VirtualFollowFixture.with({
+      followSimConfiguration(speedup: 300, faults: FaultInjection(failureRate: 1, failureCode: .unavailable), now: $0)
+    }) { fixture in
+      await Self.followThroughAnOutage(fixture, index: index)
+    }
+  }
 
-    // The same simulation (seed and start time) without faults, on the same port.
-    let healthy = try FleetSim(
-      configuration: followSimConfiguration(speedup: 300, startTime: startTime),
-      listen: GRPCServerConfiguration(port: port), logger: quietLogger("fleetsim.healthy"))
-    let restarted = try healthy.start()
-    #expect(restarted == port)
-    let done = await waitUntil(timeout: .seconds(30)) { recorder.stopped(name) }
+  /// Follows trip `index` of `fixture` (whose FleetSim fails every call) while the server fails, is gone, and
+  /// then answers without faults.
+  private static func followThroughAnOutage(_ fixture: VirtualFollowFixture, index: Int) async {
+    let recorder = RecordingSubscriber()
+    let name = fixture.simulator.tripName(index: index)
+    let model = fixture.services.tripService.tripModel(forTripName: name)
+    model.register(recorder)
+    #expect(await fixture.wait { recorder.errors().count >= 3 })
+    #expect(recorder.trips().isEmpty)
+    // The failing server shuts down.
+    fixture.transport.setUnreachable(GRPCStatus(code: .unavailable, message: "connection refused"))
+    await fixture.pass(.milliseconds(200))
+
+    // The healthy one starts: FleetSim's counters from here on are the healthy server's.
+    let failing = await fixture.fleetStats()
+    await fixture.setFaults(FaultInjection())
+    fixture.transport.setUnreachable(nil)
+    let done = await fixture.wait(timeout: .seconds(30)) { recorder.stopped(name) }
     #expect(done)
     let errors = recorder.errors()
     #expect(errors.count >= 3)
     #expect(errors.allSatisfy { $0.domain == "io.grpc" && $0.code == GRPCStatusCode.unavailable.rawValue }, "\(errors)")
     #expect(recorder.modelStates() == [.active, .inactive])
     #expect(recorder.statuses().count { isFinal($0) } == 1)
-    #expect(deliveries(recorder.events()).last?.trip == finalTrip(of: healthy.simulator, index: index))
-    #expect(await healthy.stats().streamsStarted >= 1)
+    #expect(deliveries(recorder.events()).last?.trip == finalTrip(of: fixture.simulator, index: index))
+    let healthy = await fixture.fleetStats()
+    #expect(healthy.streamsStarted - failing.streamsStarted >= 1)
+    #expect(healthy.injectedFailures == failing.injectedFailures, "the healthy server injected failures")
     model.unregisterSubscriber(recorder)
-    await services.shutdown()
-    await healthy.shutdown()
   }
 
   @Test("A server failing its first three calls: three errors, then polling follows the trip to the end")
   func followingRecoversAfterScriptedFailures() async throws {
     let index = 10
-    let simulator = TripSimulator(
-      configuration: SimulationConfiguration(
-        provider: followProvider, tripCount: followTripCount, seed: followSeed,
-        startTime: followWallClock() + followLeadTime, speedup: 300))
-    let fake = UnaryOnlyFleetEngine(simulator: simulator, failFirst: 3, failureCode: .unavailable)
-    let server = try GRPCServer(configuration: GRPCServerConfiguration(), service: fake, logger: quietLogger("fake"))
-    let port = try server.start()
-    let services = try JourneySharingServices(
-      configuration: followClientConfiguration(port: port, mode: .auto, pollInterval: .milliseconds(20)))
-    let recorder = RecordingSubscriber()
-    let name = simulator.tripName(index: index)
-    let model = services.tripService.tripModel(forTripName: name)
-    model.register(recorder)
-    #expect(await waitUntil(timeout: .seconds(30)) { recorder.stopped(name) })
-    // UNIMPLEMENTED (the stream) is not reported; the three scripted UNAVAILABLEs are.
-    let errors = recorder.errors(name)
-    #expect(errors.map(\.code) == [14, 14, 14], "\(errors)")
-    #expect(errors.allSatisfy { $0.domain == "io.grpc" })
-    checkWholeTrip(recorderWithoutErrors(recorder, name: name), index: index, simulator: simulator)
-    model.unregisterSubscriber(recorder)
-    await services.shutdown()
-    await server.shutdown(graceful: false)
+    try await withServiceFixture(
+      .inMemory,
+      service: { now in
+        let simulator = TripSimulator(
+          configuration: SimulationConfiguration(
+            provider: followProvider, tripCount: followTripCount, seed: followSeed, startTime: now + followLeadTime,
+            speedup: 300))
+        return UnaryOnlyFleetEngine(simulator: simulator, failFirst: 3, failureCode: .unavailable)
+      },
+      client: configured {
+        $0.fetchMode = .auto
+        $0.pollInterval = .milliseconds(20)
+      }
+    ) { fake, fixture in
+      let simulator = fake.simulator
+      let recorder = RecordingSubscriber()
+      let name = simulator.tripName(index: index)
+      let model = fixture.services.tripService.tripModel(forTripName: name)
+      model.register(recorder)
+      #expect(await fixture.wait(timeout: .seconds(30)) { recorder.stopped(name) })
+      // UNIMPLEMENTED (the stream) is not reported; the three scripted UNAVAILABLEs are.
+      let errors = recorder.errors(name)
+      #expect(errors.map(\.code) == [14, 14, 14], "\(errors)")
+      #expect(errors.allSatisfy { $0.domain == "io.grpc" })
+      checkWholeTrip(recorderWithoutErrors(recorder, name: name), index: index, simulator: simulator)
+      model.unregisterSubscriber(recorder)
+    }
   }
 }
 
@@ -132,46 +147,55 @@ private func recorderWithoutErrors(_ recorder: RecordingSubscriber, name: String
   return copy
 }
 
-@Suite("Authorization")
+@Suite("Authorization (in memory)", .timeLimit(.minutes(5)))
 struct TripAuthorizationTests {
   @Test("Short-lived tokens are fetched again before they expire, and never show up in errors")
   func tokensAreRefreshedBeforeExpiry() async throws {
     let index = 6
-    let provider = CountingTokenProvider { _, context in try followToken(tripID: context.tripID, expiresIn: 3) }
-    try await FollowFixture.with(
-      followSimConfiguration(speedup: 200, simulatedNow: followNeverStarts, auth: .hs256(secret: followSecret)),
-      client: { port in
-        var configuration = followClientConfiguration(port: port, mode: .poll, authorization: provider)
-        configuration.tokenRefreshMargin = 2
-        return configuration
-      }
+    let clock = FixtureClock()
+    let provider = CountingTokenProvider { _, context in
+      try followToken(tripID: context.tripID, expiresIn: 3, now: clock.now)
+    }
+    try await withFollowFixture(
+      .inMemory,
+      simulation: {
+        followSimConfiguration(
+          speedup: 200, simulatedNow: followNeverStarts, auth: .hs256(secret: followSecret), now: $0)
+      },
+      client: configured {
+        $0.fetchMode = .poll
+        $0.authorization = provider
+        $0.tokenRefreshMargin = 2
+      },
+      clock: clock
     ) { fixture in
       let recorder = RecordingSubscriber()
       let model = fixture.model(index)
       model.register(recorder)
       // Each token is good for one second (3 s to exp, refreshed 2 s before): following for a while fetches more.
-      #expect(await waitUntil { provider.calls >= 2 }, "tokens fetched: \(provider.calls)")
+      #expect(await fixture.wait { provider.calls >= 2 }, "tokens fetched: \(provider.calls)")
       #expect(!recorder.trips().isEmpty)
       #expect(recorder.errors().isEmpty, "\(recorder.errors())")
       #expect(Set(provider.tokens).count == provider.calls)
       // Fetched because the token was about to expire, not for every call: calls outnumber fetches.
-      #expect(await waitUntil { await fixture.sim.stats().unaryCalls > provider.calls })
-      #expect(await fixture.sim.stats().unauthenticated == 0)
+      #expect(await fixture.wait { await fixture.fleetStats().unaryCalls > provider.calls })
+      #expect(await fixture.fleetStats().unauthenticated == 0)
       model.unregisterSubscriber(recorder)
     }
   }
 
   @Test("A token for another trip: PERMISSION_DENIED, retried, and the token is not in the error")
   func aTokenForAnotherTripIsRefused() async throws {
-    let provider = CountingTokenProvider { _, _ in try followToken(tripID: "trip-999") }
-    try await FollowFixture.with(
-      followSimConfiguration(auth: .hs256(secret: followSecret)),
-      client: { followClientConfiguration(port: $0, authorization: provider) }
+    let clock = FixtureClock()
+    let provider = CountingTokenProvider { _, _ in try followToken(tripID: "trip-999", now: clock.now) }
+    try await withFollowFixture(
+      .inMemory, simulation: { followSimConfiguration(auth: .hs256(secret: followSecret), now: $0) },
+      client: configured { $0.authorization = provider }, clock: clock
     ) { fixture in
       let recorder = RecordingSubscriber()
       let model = fixture.model(3)
       model.register(recorder)
-      #expect(await waitUntil { recorder.errors().count >= 3 })
+      #expect(await fixture.wait { recorder.errors().count >= 3 })
       let errors = recorder.errors()
       #expect(
         errors.allSatisfy { $0.domain == "io.grpc" && $0.code == GRPCStatusCode.permissionDenied.rawValue }, "\(errors)"
@@ -184,7 +208,7 @@ struct TripAuthorizationTests {
       #expect(await model.modelState() == .active)
       // A token that is accepted but does not grant the trip is kept: one fetch for every retry is not needed.
       #expect(provider.calls >= 1)
-      #expect(await fixture.sim.stats().permissionDenied >= 3)
+      #expect(await fixture.fleetStats().permissionDenied >= 3)
       model.unregisterSubscriber(recorder)
     }
   }
@@ -193,22 +217,24 @@ struct TripAuthorizationTests {
     "A first token the server refuses: UNAUTHENTICATED, the token is dropped, a new one is fetched, following proceeds",
     arguments: ["expired", "wrongKey"])
   func aRefusedTokenIsFetchedAgain(kind: String) async throws {
+    let clock = FixtureClock()
     let provider = CountingTokenProvider { number, context in
-      guard number == 1 else { return try followToken(tripID: context.tripID) }
+      guard number == 1 else { return try followToken(tripID: context.tripID, now: clock.now) }
       // An expired token (the client sees that too), or one that looks fine but is signed with another key
       // (only the server's UNAUTHENTICATED tells).
       return kind == "expired"
-        ? try followToken(tripID: context.tripID, expiresIn: -3_600)
-        : try followToken(tripID: context.tripID, secret: Array("another-secret-another-secret-0123456789".utf8))
+        ? try followToken(tripID: context.tripID, expiresIn: -3_600, now: clock.now)
+        : try followToken(
+          tripID: context.tripID, secret: Array("another-secret-another-secret-0123456789".utf8), now: clock.now)
     }
-    try await FollowFixture.with(
-      followSimConfiguration(auth: .hs256(secret: followSecret)),
-      client: { followClientConfiguration(port: $0, authorization: provider) }
+    try await withFollowFixture(
+      .inMemory, simulation: { followSimConfiguration(auth: .hs256(secret: followSecret), now: $0) },
+      client: configured { $0.authorization = provider }, clock: clock
     ) { fixture in
       let recorder = RecordingSubscriber()
       let model = fixture.model(6)
       model.register(recorder)
-      #expect(await waitUntil { !recorder.trips().isEmpty }, "following never proceeded: \(recorder.errors())")
+      #expect(await fixture.wait { !recorder.trips().isEmpty }, "following never proceeded: \(recorder.errors())")
       let errors = recorder.errors()
       #expect(errors.count == 1, "\(errors)")
       #expect(errors.first?.code == GRPCStatusCode.unauthenticated.rawValue)
@@ -217,22 +243,21 @@ struct TripAuthorizationTests {
         #expect(!(errors.first?.description.contains(token) ?? false))
       }
       #expect(provider.calls >= 2)
-      #expect(await fixture.sim.stats().unauthenticated == 1)
+      #expect(await fixture.fleetStats().unauthenticated == 1)
       model.unregisterSubscriber(recorder)
     }
   }
 }
 
-@Suite("Trip names")
-struct TripNameTests {
-  @Test("Invalid names fail at once with INVALID_ARGUMENT and nothing is sent; a name always gives the same model")
-  func invalidNamesFailLocally() async throws {
+/// The trip-name checks, written once against ``TripFollowingFixture``.
+enum TripNameChecks {
+  static func invalidNamesFailLocally(_ transport: FixtureTransport) async throws {
     let names = ["trip-7", "providers/demo/trips/a:b", "", "providers/demo/trips/", "providers/Demo/trips/trip-1"]
-    try await FollowFixture.with(followSimConfiguration()) { fixture in
+    try await withFollowFixture(transport, simulation: { followSimConfiguration(now: $0) }) { fixture in
       let recorder = RecordingSubscriber()
       let models = names.map { fixture.services.tripService.tripModel(forTripName: $0) }
       for model in models { model.register(recorder) }
-      #expect(await waitUntil { names.allSatisfy { !recorder.errors($0).isEmpty } })
+      #expect(await fixture.wait { names.allSatisfy { !recorder.errors($0).isEmpty } })
       for (name, model) in zip(names, models) {
         #expect(model.parsedName == nil, "\(name)")
         #expect(fixture.services.tripService.tripModel(forTripName: name) === model)
@@ -246,11 +271,15 @@ struct TripNameTests {
         #expect(recorder.trips(name).isEmpty)
       }
       // Give a (wrongly) sent call time to arrive; nothing may reach the server.
-      try await Task.sleep(for: .milliseconds(300))
-      let stats = await fixture.sim.stats()
+      await fixture.pass(.milliseconds(300))
+      let stats = await fixture.fleetStats()
       #expect(stats.unaryCalls == 0 && stats.streamsStarted == 0 && stats.invalidArgument == 0, "\(stats)")
-      let server = await fixture.sim.serverStats()
-      #expect(server.connectionsAccepted == 0 && server.callsStarted == 0, "\(server)")
+      let server = await fixture.serverCalls()
+      #expect(server.started == 0, "\(server)")
+      // Over sockets: not even a connection (in memory there are none to count).
+      if transport == .sockets {
+        #expect(server.connectionsAccepted == 0, "\(server)")
+      }
       for model in models { model.unregisterSubscriber(recorder) }
 
       // A valid name gives the same model every time, and a different one for a different name.
@@ -261,21 +290,29 @@ struct TripNameTests {
       #expect(model.parsedName?.tripID == "trip-1")
     }
   }
+}
+
+@Suite("Trip names (in memory)", .timeLimit(.minutes(5)))
+struct TripNameTests {
+  @Test("Invalid names fail at once with INVALID_ARGUMENT and nothing is sent; a name always gives the same model")
+  func invalidNamesFailLocally() async throws {
+    try await TripNameChecks.invalidNamesFailLocally(.inMemory)
+  }
 
   @Test("A name of another provider fails at once with INVALID_ARGUMENT naming the configured providerID; nothing is sent")
   func otherProviderFailsLocally() async throws {
     let name = "providers/another-project/trips/trip-1"
-    try await FollowFixture.with(followSimConfiguration()) { fixture in
+    try await withFollowFixture(.inMemory, simulation: { followSimConfiguration(now: $0) }) { fixture in
       let recorder = RecordingSubscriber()
       let model = fixture.services.tripService.tripModel(forTripName: name)
       model.register(recorder)
-      #expect(await waitUntil { !recorder.errors(name).isEmpty })
+      #expect(await fixture.wait { !recorder.errors(name).isEmpty })
       let error = try #require(recorder.errors(name).first)
       #expect(error.domain == "io.grpc" && error.code == GRPCStatusCode.invalidArgument.rawValue, "\(error.description)")
       #expect(error.message.contains("another-project") && error.message.contains(followProvider), "\(error.message)")
       await #expect(throws: GRPCError.self) { _ = try await fixture.services.tripService.fetchTrip(forTripName: name) }
-      try await Task.sleep(for: .milliseconds(300))
-      let stats = await fixture.sim.stats()
+      await fixture.pass(.milliseconds(300))
+      let stats = await fixture.fleetStats()
       #expect(stats.unaryCalls == 0 && stats.streamsStarted == 0, "\(stats)")
       model.unregisterSubscriber(recorder)
     }
@@ -283,7 +320,8 @@ struct TripNameTests {
 
   @Test("fetchTrip: one unary GetTrip returns the whole trip; an unknown trip is NOT_FOUND")
   func fetchTrip() async throws {
-    try await FollowFixture.with(followSimConfiguration(simulatedNow: 600)) { fixture in
+    try await withFollowFixture(.inMemory, simulation: { followSimConfiguration(simulatedNow: 600, now: $0) }) {
+      fixture in
       let name = fixture.simulator.tripName(index: 3)
       let trip = try await fixture.services.tripService.fetchTrip(forTripName: name)
       #expect(trip.name == name)
@@ -295,8 +333,16 @@ struct TripNameTests {
       } catch {
         #expect((error as? GRPCError)?.code == .notFound, "\(error)")
       }
-      let stats = await fixture.sim.stats()
+      let stats = await fixture.fleetStats()
       #expect(stats.unaryCalls == 2 && stats.streamsStarted == 0, "\(stats)")
     }
+  }
+}
+
+@Suite("Trip names end to end (FleetSim over sockets)", .timeLimit(.minutes(5)))
+struct TripNameEndToEndTests {
+  @Test("Invalid names over sockets: INVALID_ARGUMENT at once, no call and no connection reach the server")
+  func invalidNamesFailLocally() async throws {
+    try await TripNameChecks.invalidNamesFailLocally(.sockets)
   }
 }

@@ -200,6 +200,19 @@ struct TripFollowingTests {
   func pollingReachesTheSameFinalState() async throws {
     try await WholeTripChecks.pollingReachesTheSameFinalState(.inMemory)
   }
+}
+
+@Suite("Following whole trips end to end (FleetSim or a unary-only server over sockets)")
+struct TripFollowingEndToEndTests {
+  @Test("Ten trips streamed to the end over sockets: statuses in order, fields match callbacks, final state exact")
+  func tenTripsStreamedToTheEnd() async throws {
+    try await WholeTripChecks.tenTripsStreamedToTheEnd(.sockets)
+  }
+
+  @Test("Polling over sockets reaches the same final state; the route is kept between legs")
+  func pollingReachesTheSameFinalState() async throws {
+    try await WholeTripChecks.pollingReachesTheSameFinalState(.sockets)
+  }
 
   @Test("Auto mode against a server without streaming falls back to polling, with versions, and follows to the end")
   func autoModeFallsBackToPolling() async throws {
@@ -233,18 +246,5 @@ struct TripFollowingTests {
     model.unregisterSubscriber(recorder)
     await services.shutdown()
     await server.shutdown(graceful: false)
-  }
-}
-
-@Suite("Following whole trips end to end (FleetSim over sockets)")
-struct TripFollowingEndToEndTests {
-  @Test("Ten trips streamed to the end over sockets: statuses in order, fields match callbacks, final state exact")
-  func tenTripsStreamedToTheEnd() async throws {
-    try await WholeTripChecks.tenTripsStreamedToTheEnd(.sockets)
-  }
-
-  @Test("Polling over sockets reaches the same final state; the route is kept between legs")
-  func pollingReachesTheSameFinalState() async throws {
-    try await WholeTripChecks.pollingReachesTheSameFinalState(.sockets)
   }
 }

@@ -1,8 +1,8 @@
 // Tests/JourneySharingTests/TripLimitTests.swift - TripLimits against a server sending trips above them, and the defaults
 //
-// Against ScriptedFleetEngine (a real GRPCServer on loopback whose answers the test writes): a trip above
-// TripLimits is refused with RESOURCE_EXHAUSTED and never replaces the state held, and following goes
-// on; the configuration's defaults are the safe ones.
+// Against ScriptedFleetEngine (a server whose answers the test writes, in memory on a virtual clock): a trip
+// above TripLimits is refused with RESOURCE_EXHAUSTED and never replaces the state held, and following goes
+// on; the configuration's defaults are the safe ones (the default transport is the real HTTP/2 one).
 
 import FleetEngineMessages
 import Foundation
@@ -68,7 +68,7 @@ enum TripExcess: String, CaseIterable, Sendable, CustomTestStringConvertible {
   }
 }
 
-@Suite("Trip limits", .timeLimit(.minutes(2)))
+@Suite("Trip limits (in memory)", .timeLimit(.minutes(2)))
 struct TripLimitTests {
   @Test("A streamed update that takes the trip over a limit: RESOURCE_EXHAUSTED, the held trip stays, the stream is restarted",
     arguments: TripExcess.allCases)
@@ -76,24 +76,26 @@ struct TripLimitTests {
     let valid = scriptedTrip()
     let tooBig = excess.applied(to: valid)
     try await ScriptedFleetEngine.with(
+      .inMemory,
       script: { _, number in
         // First stream: the valid trip, then the update that goes over the limit. Later: open, silent.
         number == 1
           ? .stream(valid, then: [TripExcess.delta(from: valid, to: tooBig, sequence: 2)])
           : ScriptedReply(messages: [], status: nil)
       },
-      client: { scriptedClient(port: $0, mode: .stream) }
-    ) { engine, services in
+      client: { scriptedClient($0, mode: .stream) }
+    ) { engine, fixture in
+      let services = fixture.services
       let recorder = RecordingSubscriber()
       let model = services.tripService.tripModel(forTripName: scriptedTripName)
       model.register(recorder)
-      #expect(await waitUntil { !recorder.errors().isEmpty })
+      #expect(await fixture.wait { !recorder.errors().isEmpty })
       let error = try #require(recorder.errors().first)
       #expect(error.domain == "io.grpc" && error.code == GRPCStatusCode.resourceExhausted.rawValue, "\(error.description)")
       #expect(error.message.contains("TripLimits.max"), "\(error.message)")
       // Following goes on: the refused stream was cancelled and a new one started.
-      #expect(await waitUntil { engine.calls(FleetEngineMethods.streamingGetTrip) >= 2 })
-      #expect(await waitUntil { engine.cancellations >= 1 })
+      #expect(await fixture.wait { engine.calls(FleetEngineMethods.streamingGetTrip) >= 2 })
+      #expect(await fixture.wait { engine.cancellations >= 1 })
       // The held state is the last trip accepted; nothing of the refused one reached a subscriber.
       #expect(await model.currentSnapshot()?.trip == heldTrip(valid))
       #expect(recorder.trips().map(\.trip) == [heldTrip(valid)])
@@ -108,6 +110,7 @@ struct TripLimitTests {
     let later = scriptedTrip(step: 1)
     let tooBig = excess.applied(to: first)
     try await ScriptedFleetEngine.with(
+      .inMemory,
       script: { _, number in
         switch number {
         case 1: .trip(first)
@@ -115,12 +118,13 @@ struct TripLimitTests {
         default: .trip(later)
         }
       },
-      client: { scriptedClient(port: $0, mode: .poll) }
-    ) { engine, services in
+      client: { scriptedClient($0, mode: .poll) }
+    ) { engine, fixture in
+      let services = fixture.services
       let recorder = RecordingSubscriber()
       let model = services.tripService.tripModel(forTripName: scriptedTripName)
       model.register(recorder)
-      #expect(await waitUntil { recorder.trips().count >= 2 })
+      #expect(await fixture.wait { recorder.trips().count >= 2 })
       let events = recorder.events().filter { if case .modelState = $0 { false } else { $0.isTrip || isError($0) } }
       // In order: the first trip, the refusal, the later trip.
       #expect(events.count == 3, "\(events)")
@@ -141,15 +145,17 @@ struct TripLimitTests {
     let later = scriptedTrip(step: 2)
     let tooBig = TripExcess.routeList.applied(to: valid)
     try await ScriptedFleetEngine.with(
+      .inMemory,
       script: { _, number in
         number == 1 ? .stream(valid, then: [TripExcess.delta(from: valid, to: tooBig, sequence: 2)]) : .stream(later)
       },
-      client: { scriptedClient(port: $0, mode: .stream) }
-    ) { _, services in
+      client: { scriptedClient($0, mode: .stream) }
+    ) { _, fixture in
+      let services = fixture.services
       let recorder = RecordingSubscriber()
       let model = services.tripService.tripModel(forTripName: scriptedTripName)
       model.register(recorder)
-      #expect(await waitUntil { recorder.trips().count >= 2 })
+      #expect(await fixture.wait { recorder.trips().count >= 2 })
       #expect(recorder.trips().map(\.trip) == [heldTrip(valid), heldTrip(later)])
       #expect(recorder.errors().map(\.code) == [GRPCStatusCode.resourceExhausted.rawValue])
       model.unregisterSubscriber(recorder)
@@ -160,17 +166,19 @@ struct TripLimitTests {
   func raisedLimitsAcceptLargerTrips() async throws {
     let trips = TripExcess.allCases.map { $0.applied(to: scriptedTrip()) }
     try await ScriptedFleetEngine.with(
+      .inMemory,
       script: { _, number in .trip(trips[min(number, trips.count) - 1]) },
-      client: { port in
-        var configuration = scriptedClient(port: port, mode: .poll)
+      client: { base in
+        var configuration = scriptedClient(base, mode: .poll)
         configuration.limits = TripLimits(maxRoutePoints: 50_000, maxWaypoints: 200)
         return configuration
       }
-    ) { engine, services in
+    ) { engine, fixture in
+      let services = fixture.services
       let recorder = RecordingSubscriber()
       let model = services.tripService.tripModel(forTripName: scriptedTripName)
       model.register(recorder)
-      #expect(await waitUntil { engine.calls(FleetEngineMethods.unaryGetTrip) > trips.count })
+      #expect(await fixture.wait { engine.calls(FleetEngineMethods.unaryGetTrip) > trips.count })
       #expect(recorder.errors().isEmpty, "\(recorder.errors())")
       #expect(await model.currentSnapshot()?.trip == heldTrip(trips.last!))
       model.unregisterSubscriber(recorder)
@@ -178,7 +186,7 @@ struct TripLimitTests {
   }
 }
 
-@Suite("Safe defaults")
+@Suite("Safe defaults (the real HTTP/2 transport, no server)")
 struct SafeConfigurationTests {
   @Test("The defaults: verified TLS, 4 MiB messages, 16 KiB header lists, 20,000 route points, 100 stops per list")
   func defaults() throws {

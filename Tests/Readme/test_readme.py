@@ -68,7 +68,7 @@ def assemble() -> tuple[str, dict[str, str], str]:
 
 def test_every_swift_block_builds_and_the_simulator_example_runs_to_the_end():
     manifest, files, version = assemble()
-    release = re.search(r'static let version = "([0-9.]+)"', (ROOT / "Sources/ProtoWire/Release.swift").read_text())
+    release = re.search(r'static let version = "([0-9.]+)"', (ROOT / "Sources/Primitives/Release.swift").read_text())
     assert release and release.group(1) == version, "the README installs %s, the package is %s" % (
         version, release.group(1) if release else "?")
 

@@ -5,7 +5,7 @@
 // each one a scheduler task later, as if they had crossed a network. Deadlines run on the scheduler's
 // (virtual) clock. Everything happens on one `VirtualScheduler`, so a test is deterministic.
 
-import GRPCProtocol
+public import GRPCProtocol
 import Synchronization
 
 /// A ``GRPCClientTransport`` whose calls a ``GRPCService`` answers in memory.
@@ -20,6 +20,7 @@ public final class InMemoryTransport: GRPCClientTransport, Sendable {
   private struct Counters {
     var started: [String: Int] = [:]
     var active = 0
+    var cancelledByClient = 0
   }
 
   /// A transport whose calls `service` answers, on `scheduler`.
@@ -40,6 +41,9 @@ public final class InMemoryTransport: GRPCClientTransport, Sendable {
 
   /// Calls not finished yet.
   public var activeCalls: Int { counters.withLock { $0.active } }
+
+  /// Calls the client cancelled while they were open (what a server sees as RST_STREAM from the client).
+  public var callsCancelledByClient: Int { counters.withLock { $0.cancelledByClient } }
 
   public func startCall(
     path: String, request: [UInt8], kind: GRPCCallKind, options: CallOptions, on scheduler: any GRPCScheduler,
@@ -70,6 +74,10 @@ public final class InMemoryTransport: GRPCClientTransport, Sendable {
 
   fileprivate func callEnded() {
     counters.withLock { $0.active -= 1 }
+  }
+
+  fileprivate func callCancelledByClient() {
+    counters.withLock { $0.cancelledByClient += 1 }
   }
 
   public func statistics() async -> GRPCTransportStatistics {
@@ -192,6 +200,7 @@ final class InMemoryServerCall: GRPCServerCallContext, @unchecked Sendable {
 
   func cancelByClient() {
     guard !isClosed else { return }
+    transport?.callCancelledByClient()
     finishClient(GRPCStatus(code: .cancelled, message: "call cancelled by the client"))
     notifyCancel()
   }

@@ -5,7 +5,7 @@
 // each after everything it queued has run. A test that follows a trip for an hour of simulated time runs
 // in milliseconds and sees the same interleaving every time.
 
-import GRPCProtocol
+public import GRPCProtocol
 
 #if canImport(Glibc)
   import Glibc
