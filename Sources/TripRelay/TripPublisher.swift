@@ -10,7 +10,9 @@ internal import Primitives
 
 /// Gathers publishes of many tasks into batches; each caller gets its own message's result.
 final class TripPublisher: Sendable {
-  private typealias Pending = (message: JetStream.OutboundMessage, done: CheckedContinuation<Result<JetStream.PubAck, NATSError>, Never>)
+  private typealias Pending = (
+    message: JetStream.OutboundMessage, done: CheckedContinuation<Result<JetStream.PubAck, NATSError>, Never>
+  )
 
   private struct State {
     var queue: [Pending] = []

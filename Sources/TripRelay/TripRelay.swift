@@ -301,7 +301,8 @@ package final class TripRelay: Sendable {
       if Task.isCancelled { break }
       guard let snapshot = update.snapshot else {
         if let error = update.error, error.code == .notFound || error.code == .invalidArgument {
-          logger.warning("upstream refuses the trip; request terminated", metadata: ["trip": "\(key)", "error": "\(error)"])
+          logger.warning(
+            "upstream refuses the trip; request terminated", metadata: ["trip": "\(key)", "error": "\(error)"])
           reason = .rejected
           break updates
         }
@@ -394,7 +395,8 @@ package final class TripRelay: Sendable {
       } catch {
         // libnats refuses a second ack of a message it saw acked; the first one counts.
         if error.code == .illegalState { return }
-        logger.debug("ack failed; retrying", metadata: ["trip": "\(trip)", "attempt": "\(attempt)", "error": "\(error)"])
+        logger.debug(
+          "ack failed; retrying", metadata: ["trip": "\(trip)", "attempt": "\(attempt)", "error": "\(error)"])
         try? await Task.sleep(for: .milliseconds(250 * attempt))
       }
     }

@@ -72,7 +72,8 @@ struct RelaySubmit: AsyncParsableCommand {
     }
     for text in raw {
       guard let name = TripName(parsing: text) else {
-        throw ToolFailure(.invalidInput, "malformed trip name \(text.debugDescription): must be providers/{provider}/trips/{trip}")
+        throw ToolFailure(
+          .invalidInput, "malformed trip name \(text.debugDescription): must be providers/{provider}/trips/{trip}")
       }
       names.append(name)
     }
@@ -149,10 +150,13 @@ struct RelayRun: AsyncParsableCommand {
 
   @Option(
     name: .customLong("cluster-max-ack-pending"),
-    help: "MaxAckPending of the shared consumer: follow requests un-acked over the whole cluster (default 10 × --max-trips).")
+    help:
+      "MaxAckPending of the shared consumer: follow requests un-acked over the whole cluster (default 10 × --max-trips)."
+  )
   var clusterMaxAckPending: Int?
 
-  @Option(name: .customLong("ack-wait"), help: "Seconds without an in-progress ack before a request goes to another relay.")
+  @Option(
+    name: .customLong("ack-wait"), help: "Seconds without an in-progress ack before a request goes to another relay.")
   var ackWait = 30.0
 
   @Option(help: "Replicas of the streams and the consumer (1, or 3 on a 3-node cluster).")

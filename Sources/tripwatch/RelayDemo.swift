@@ -45,7 +45,8 @@ struct RelayDemo: AsyncParsableCommand {
     simulation.tripCount = trips
     simulation.speedup = speedup
     simulation.provider = "demo"
-    let sim = try FleetSim(configuration: FleetSimConfiguration(simulation: simulation, updateInterval: .milliseconds(250)))
+    let sim = try FleetSim(
+      configuration: FleetSimConfiguration(simulation: simulation, updateInterval: .milliseconds(250)))
     let simPort = try sim.start()
     var logger = Logger(label: "tripwatch.relay.demo")
     logger.logLevel = .warning
@@ -131,7 +132,9 @@ struct RelayDemo: AsyncParsableCommand {
     await sim.shutdown()
     let nats = finalsOverNATS.withLock { $0.count }
     let grpc = finalsOverGRPC.withLock { $0.count }
-    print("relay demo: \(trips) trips, \(published) updates published, final states: \(nats) over JetStream, \(grpc) over gRPC")
+    print(
+      "relay demo: \(trips) trips, \(published) updates published, final states: \(nats) over JetStream, \(grpc) over gRPC"
+    )
     guard done else { throw ToolFailure(.incomplete, "not every trip finished within \(duration) s") }
   }
 }

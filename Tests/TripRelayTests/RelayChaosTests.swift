@@ -109,7 +109,9 @@ struct RelayChaosTests {
       var consumer: JetStream.OrderedConsumer?
       while !Task.isCancelled {
         do {
-          if consumer == nil { consumer = try await jetStream.orderedConsumer(stream: "TRIPS", filterSubject: "trips.>") }
+          if consumer == nil {
+            consumer = try await jetStream.orderedConsumer(stream: "TRIPS", filterSubject: "trips.>")
+          }
           guard let message = try await consumer?.next(timeout: .seconds(1)) else { continue }
           ledger.record(message)
         } catch {

@@ -77,7 +77,9 @@ struct RelayTests {
         if message.headers[RelayNaming.finalHeader] == "true" {
           finals[name, default: 0] += 1
           let status = update.trip?.tripStatus
-          #expect(status == .complete || status == .canceled, "\(name) final message has status \(String(describing: status))")
+          #expect(
+            status == .complete || status == .canceled, "\(name) final message has status \(String(describing: status))"
+          )
         }
       }
       #expect(finals.count == 12 && finals.values.allSatisfy { $0 == 1 }, "finals per trip: \(finals)")
