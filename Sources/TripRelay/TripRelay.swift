@@ -223,7 +223,10 @@ package final class TripRelay: Sendable {
       do throws(NATSError) {
         messages = try await pull.fetch(batch: min(free, configuration.fetchBatch), timeout: .seconds(1))
       } catch {
-        if !error.isTransient { logger.warning("fetching follow requests failed", metadata: ["error": "\(error)"]) }
+        let stopping = state.withLock { $0.stopping }
+        if !error.isTransient && !stopping {
+          logger.warning("fetching follow requests failed", metadata: ["error": "\(error)"])
+        }
         try? await Task.sleep(for: .milliseconds(250))
         continue
       }

@@ -49,7 +49,8 @@ struct RelayDemo: AsyncParsableCommand {
       configuration: FleetSimConfiguration(simulation: simulation, updateInterval: .milliseconds(250)))
     let simPort = try sim.start()
     var logger = Logger(label: "tripwatch.relay.demo")
-    logger.logLevel = .warning
+    // Closing the NATS connections at the end logs disconnects as warnings; only errors matter here.
+    logger.logLevel = .error
     var upstream = JourneySharingConfiguration(
       host: "127.0.0.1", port: simPort, security: .plaintext, providerID: "demo", fetchMode: .stream, logger: logger)
     upstream.deliveryThreads = 2
