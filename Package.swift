@@ -278,6 +278,25 @@ let targets: [Target] = [
     swiftSettings: defaultSwiftSettings
   ),
 
+  // The trip relay: follows each trip once per relay cluster (work assigned through a JetStream work queue),
+  // publishes its updates to JetStream and serves them over the streaming GetTrip; see README "Relay".
+  .target(
+    name: "TripRelay",
+    dependencies: [
+      "Primitives", "FleetEngineMessages", "GRPCProtocol", "HTTP2Transport", "JourneySharing", "NATSClient",
+      .product(name: "Logging", package: "swift-log"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "TripRelayTests",
+    dependencies: [
+      "TripRelay", "NATSClient", "NATSTestSupport", "JourneySharing", "FleetEngineMessages", "FleetSim",
+      "GRPCProtocol", "HTTP2Transport", "Primitives", "TestLogging", .product(name: "Logging", package: "swift-log"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+
   // MARK: - Executables
 
   // What the command-line tools share: the exit-code scheme, standard error, files, the version.
@@ -339,6 +358,8 @@ let targets: [Target] = [
       "JourneySharing",
       "GRPCProtocol",
       "HTTP2Transport",
+      "NATSClient",
+      "TripRelay",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),
       .product(name: "Logging", package: "swift-log"),
       .product(name: "CoreMetrics", package: "swift-metrics"),
