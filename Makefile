@@ -9,7 +9,7 @@ BUILD_DIR    := .build/debug
 FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 20
 
-.PHONY: all demo demo-ci test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
+.PHONY: all demo demo-ci demo-relay relay-chaos test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
 	bench bench-full bench-deps bench-build bench-micro bench-report
 
 all: build
@@ -37,7 +37,7 @@ demo: build
 ## test: install what is missing, build, and run every test
 test: deps venv format-check
 	$(SWIFT) build
-	$(MAKE) swift-test python-test demo-ci chaos test-tsan test-asan fuzz-ci
+	$(MAKE) swift-test python-test demo-ci chaos relay-chaos test-tsan test-asan fuzz-ci
 
 ## format: rewrite the Swift sources in place with swift-format (the toolchain's `swift format`, rules in
 ## .swift-format); format-check: fail when a file is not formatted that way (part of `make test`, so of CI)
@@ -70,7 +70,17 @@ swift-test:
 ## chaos: 2,000 trips followed while a fleetsim process is killed and restarted and sends GOAWAY, resets,
 ## drops and UNAVAILABLE; blocked subscribers; client-error classes that heal. Prints `chaos:` figures.
 chaos:
-	FLEETSIM=$(BUILD_DIR)/fleetsim $(SWIFT) test --filter ChaosTests
+	FLEETSIM=$(BUILD_DIR)/fleetsim $(SWIFT) test --filter ChaosTests --skip RelayChaosTests
+
+## relay-chaos: 2,000 trips through three relay processes on a 3-node nats-server cluster while a relay is
+## SIGKILLed, a NATS node restarts and fleetsim sends GOAWAY. Prints `relay-chaos:` figures.
+relay-chaos:
+	TRIPWATCH=$(BUILD_DIR)/tripwatch FLEETSIM=$(BUILD_DIR)/fleetsim $(SWIFT) test --filter RelayChaosTests
+
+## demo-relay: two relays on the embedded simulator with a nats-server of its own; exits 0 once every trip's
+## final state arrived over gRPC and over JetStream
+demo-relay: build
+	scripts/demo-relay.sh $(BUILD_DIR)/tripwatch
 
 python-test:
 	PROTOWIRE_CONFORMANCE=$(BUILD_DIR)/protowire-conformance \

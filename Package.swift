@@ -37,6 +37,8 @@ let dependencies: [Package.Dependency] = [
   .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
   // Service and ServiceGroup: graceful shutdown on signals (library).
   .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+  // Spans per call and W3C trace context in request metadata through the swift-distributed-tracing API (library).
+  .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
 ]
 
 let targets: [Target] = [
@@ -195,6 +197,10 @@ let targets: [Target] = [
       "ProtoWire",
       "UpdatePipeline",
       .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "Tracing", package: "swift-distributed-tracing"),
+      .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
@@ -203,6 +209,11 @@ let targets: [Target] = [
     dependencies: ["JourneySharingCore", "UpdatePipeline", "Primitives", 
       "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport", "JSONWebToken",
       "ProtoWire", "TestLogging", "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "MetricsTestKit", package: "swift-metrics"),
+      .product(name: "Tracing", package: "swift-distributed-tracing"),
+      .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
@@ -267,6 +278,25 @@ let targets: [Target] = [
     swiftSettings: defaultSwiftSettings
   ),
 
+  // The trip relay: follows each trip once per relay cluster (work assigned through a JetStream work queue),
+  // publishes its updates to JetStream and serves them over the streaming GetTrip; see README "Relay".
+  .target(
+    name: "TripRelay",
+    dependencies: [
+      "Primitives", "FleetEngineMessages", "GRPCProtocol", "HTTP2Transport", "JourneySharing", "NATSClient",
+      .product(name: "Logging", package: "swift-log"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+  .testTarget(
+    name: "TripRelayTests",
+    dependencies: [
+      "TripRelay", "NATSClient", "NATSTestSupport", "JourneySharing", "FleetEngineMessages", "FleetSim",
+      "GRPCProtocol", "HTTP2Transport", "Primitives", "TestLogging", .product(name: "Logging", package: "swift-log"),
+    ],
+    swiftSettings: defaultSwiftSettings
+  ),
+
   // MARK: - Executables
 
   // What the command-line tools share: the exit-code scheme, standard error, files, the version.
@@ -328,7 +358,14 @@ let targets: [Target] = [
       "JourneySharing",
       "GRPCProtocol",
       "HTTP2Transport",
+      "NATSClient",
+      "TripRelay",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "Prometheus", package: "swift-prometheus"),
+      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      .product(name: "UnixSignals", package: "swift-service-lifecycle"),
     ],
     swiftSettings: defaultSwiftSettings
   ),

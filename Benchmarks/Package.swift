@@ -24,6 +24,8 @@ let package = Package(
     .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
     .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    // The pipeline benchmark with metrics recorded into a Prometheus registry, as tripwatch does.
+    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
   ],
   targets: [
     // swift-protobuf's code for the same .proto files, generated once by
@@ -86,6 +88,7 @@ let package = Package(
         .product(name: "Benchmark", package: "benchmark"),
         .product(name: "FleetEngineMessages", package: "JourneySharing"),
         .product(name: "JourneySharing", package: "JourneySharing"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
       ],
       path: "Benchmarks/PipelineBenchmarks",
       swiftSettings: swiftSettings,

@@ -80,6 +80,8 @@ public struct GRPCTransportStatistics: Sendable, Hashable {
   public var pingsSent: Int
   /// Keepalive PING acknowledgements received.
   public var pingAcksReceived: Int
+  /// GOAWAY frames received from the server, over all connections.
+  public var goAwaysReceived: Int
   /// The backoff delays chosen after recent failures, oldest first.
   public var recentBackoffDelays: [Duration]
   /// Open connections per server address (`127.0.0.2:50051`); empty for a transport without addresses.
@@ -90,8 +92,8 @@ public struct GRPCTransportStatistics: Sendable, Hashable {
   /// Statistics with every figure given.
   public init(
     openConnections: Int = 0, activeCalls: Int = 0, queuedCalls: Int = 0, connectAttempts: Int = 0,
-    connectFailures: Int = 0, pingsSent: Int = 0, pingAcksReceived: Int = 0, recentBackoffDelays: [Duration] = [],
-    connectionsPerAddress: [String: Int] = [:], resolutions: Int = 0
+    connectFailures: Int = 0, pingsSent: Int = 0, pingAcksReceived: Int = 0, goAwaysReceived: Int = 0,
+    recentBackoffDelays: [Duration] = [], connectionsPerAddress: [String: Int] = [:], resolutions: Int = 0
   ) {
     self.connectionsPerAddress = connectionsPerAddress
     self.resolutions = resolutions
@@ -102,6 +104,7 @@ public struct GRPCTransportStatistics: Sendable, Hashable {
     self.connectFailures = connectFailures
     self.pingsSent = pingsSent
     self.pingAcksReceived = pingAcksReceived
+    self.goAwaysReceived = goAwaysReceived
     self.recentBackoffDelays = recentBackoffDelays
   }
 }

@@ -79,6 +79,8 @@ final class ChannelCore: ClientConnectionDelegate {
   /// Keepalive PINGs sent and acknowledged, over all connections.
   private(set) var pingsSent = 0
   private(set) var pingAcksReceived = 0
+  /// GOAWAY frames received, over all connections.
+  private(set) var goAwaysReceived = 0
   /// The delays applied after each failed attempt, most recent last (kept short).
   private(set) var recentBackoffDelays: [Duration] = []
 
@@ -513,13 +515,15 @@ final class ChannelCore: ClientConnectionDelegate {
     dispatch(call)
   }
 
-  func connectionReceivedGoAway(_ connection: ClientConnection) {
-    // The server is going away (a rollout, a scale-down): its name may now say something else.
-    if !shuttingDown { resolution.request() }
-  }
 
   func connectionDidCountPing(_ connection: ClientConnection, ack: Bool) {
     if ack { pingAcksReceived += 1 } else { pingsSent += 1 }
+  }
+
+  func connectionReceivedGoAway(_ connection: ClientConnection) {
+    goAwaysReceived += 1
+    // The server is going away (a rollout, a scale-down): its name may now say something else.
+    if !shuttingDown { resolution.request() }
   }
 
   func connectionReceivedTooManyPings(_ connection: ClientConnection) {
@@ -585,6 +589,7 @@ final class ChannelCore: ClientConnectionDelegate {
       connectFailures: connectFailures,
       pingsSent: pingsSent,
       pingAcksReceived: pingAcksReceived,
+      goAwaysReceived: goAwaysReceived,
       recentBackoffDelays: recentBackoffDelays,
       keepaliveInterval: keepaliveInterval,
       connectionsPerAddress: connectionsPerAddress,
@@ -629,6 +634,8 @@ public struct GRPCChannelStats: Sendable, Hashable {
   public var pingsSent: Int
   /// Keepalive PING acknowledgements received.
   public var pingAcksReceived: Int
+  /// GOAWAY frames received from the server, over all connections.
+  public var goAwaysReceived: Int
   /// The backoff delays chosen after recent failures, oldest first.
   public var recentBackoffDelays: [Duration]
   /// The keepalive interval in force (doubled after each `too_many_pings`), or `nil` without keepalive.

@@ -88,10 +88,11 @@ protocol ClientConnectionDelegate: AnyObject {
   var keepaliveInterval: Duration? { get }
   /// The server answered our pings with GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
   func connectionReceivedTooManyPings(_ connection: ClientConnection)
+  /// The server sent GOAWAY: counted for stats; the connection drains (a reason to resolve the
+  /// target again).
+  func connectionReceivedGoAway(_ connection: ClientConnection)
   /// The server listed the encodings it accepts (`grpc-accept-encoding`).
   func connection(_ connection: ClientConnection, serverAcceptsEncodings encodings: [String])
-  /// The server sent GOAWAY: the connection drains (a reason to resolve the target again).
-  func connectionReceivedGoAway(_ connection: ClientConnection)
 }
 
 /// One HTTP/2 connection to the target. Confined to the channel's loop.
@@ -500,11 +501,11 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   ) {
     logger.debug(
       "GOAWAY received", metadata: ["last_stream_id": "\(lastStreamID)", "error_code": "\(errorCode)"])
+    delegate?.connectionReceivedGoAway(self)
     if errorCode == .enhanceYourCalm, debugData.elementsEqual("too_many_pings".utf8) {
       delegate?.connectionReceivedTooManyPings(self)
     }
     drain(goAway: .goAway(errorCode: errorCode, debugData: debugData))
-    delegate?.connectionReceivedGoAway(self)
     closeIfDrained()
   }
 

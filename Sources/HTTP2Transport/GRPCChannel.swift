@@ -378,8 +378,9 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     return GRPCTransportStatistics(
       openConnections: stats.openConnections, activeCalls: stats.activeCalls, queuedCalls: stats.queuedCalls,
       connectAttempts: stats.connectAttempts, connectFailures: stats.connectFailures, pingsSent: stats.pingsSent,
-      pingAcksReceived: stats.pingAcksReceived, recentBackoffDelays: stats.recentBackoffDelays,
-      connectionsPerAddress: stats.connectionsPerAddress, resolutions: stats.resolutions)
+      pingAcksReceived: stats.pingAcksReceived, goAwaysReceived: stats.goAwaysReceived,
+      recentBackoffDelays: stats.recentBackoffDelays, connectionsPerAddress: stats.connectionsPerAddress,
+      resolutions: stats.resolutions)
   }
 
   // MARK: - Lifecycle
@@ -413,7 +414,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
   public func stats() async -> GRPCChannelStats {
     var total = GRPCChannelStats(
       openConnections: 0, activeCalls: 0, queuedCalls: 0, connectAttempts: 0, connectFailures: 0, pingsSent: 0,
-      pingAcksReceived: 0, recentBackoffDelays: [], keepaliveInterval: nil)
+      pingAcksReceived: 0, goAwaysReceived: 0, recentBackoffDelays: [], keepaliveInterval: nil)
     for core in cores {
       let part = await withCheckedContinuation { continuation in
         core.loop.execute { continuation.resume(returning: core.value.stats) }
@@ -425,6 +426,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
       total.connectFailures += part.connectFailures
       total.pingsSent += part.pingsSent
       total.pingAcksReceived += part.pingAcksReceived
+      total.goAwaysReceived += part.goAwaysReceived
       total.recentBackoffDelays += part.recentBackoffDelays
       if let interval = part.keepaliveInterval {
         total.keepaliveInterval = max(total.keepaliveInterval ?? interval, interval)

@@ -1,9 +1,11 @@
 // Sources/JourneySharing/JourneySharingConfiguration.swift - where trips come from and how they are fetched
 
 import Primitives
+public import CoreMetrics
 public import FleetEngineMessages
 public import Logging
 import ProtoWire
+public import Tracing
 
 /// How ``JourneySharingServices`` reaches Fleet Engine (or FleetSim) and follows trips.
 ///
@@ -153,8 +155,25 @@ public struct JourneySharingConfiguration: Sendable {
   /// per list of stops by default). A trip above them is rejected with RESOURCE_EXHAUSTED and the
   /// state held is kept; see ``TripLimits``.
   public var limits: TripLimits
-  /// Where the library logs (never tokens).
+  /// Where the library logs (never tokens). Default: nowhere (a `Logger` with `SwiftLogNoOpLogHandler`),
+  /// as Swift server libraries do: pass a logger to see what the library does.
   public var logger: Logger
+  /// Where metrics go (see the README's "Operating it" for the names); nil: the global `MetricsSystem`'s
+  /// factory (a no-op until the process bootstraps one). Default nil.
+  public var metricsFactory: (any MetricsFactory)?
+  /// What every metric's label starts with. Default `journeysharing_`.
+  public var metricsLabelPrefix: String
+  /// How often connection figures (connections and streams open, attempts, failures, GOAWAYs, polls that
+  /// waited for the request budget) and the delivered-updates tally are sampled into the metrics. Default 1 s.
+  public var metricsSampleInterval: Duration
+  /// The tracer of every call's span; nil: `InstrumentationSystem.tracer` (a no-op until the process
+  /// bootstraps one). The library ships no exporter. Default nil.
+  public var tracer: (any Tracer)?
+
+  /// A logger that drops everything: the default of ``logger``.
+  public static var silentLogger: Logger {
+    Logger(label: "journeysharing", factory: { _ in SwiftLogNoOpLogHandler() })
+  }
 
   /// A configuration for `host:port` and `providerID`.
   public init(
@@ -165,7 +184,7 @@ public struct JourneySharingConfiguration: Sendable {
     authorization: (any AuthorizationProvider)? = nil,
     fetchMode: FetchMode = .auto,
     pollInterval: Duration = .seconds(5),
-    logger: Logger = Logger(label: "journeysharing")
+    logger: Logger = JourneySharingConfiguration.silentLogger
   ) {
     self.host = host
     self.port = port
@@ -192,5 +211,9 @@ public struct JourneySharingConfiguration: Sendable {
     self.connection = Connection()
     self.limits = TripLimits()
     self.logger = logger
+    self.metricsFactory = nil
+    self.metricsLabelPrefix = "journeysharing_"
+    self.metricsSampleInterval = .seconds(1)
+    self.tracer = nil
   }
 }

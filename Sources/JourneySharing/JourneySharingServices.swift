@@ -1,6 +1,7 @@
 // Sources/JourneySharing/JourneySharingServices.swift - the entry point and the trip service
 
 import Primitives
+import CoreMetrics
 public import GRPCProtocol
 import Logging
 import Synchronization
@@ -19,6 +20,10 @@ import UpdatePipeline
 /// tripModel.unregisterSubscriber(self)
 /// await services.shutdown()
 /// ```
+///
+/// The services are a swift-service-lifecycle `Service`: run them in a `ServiceGroup` and ``run()``
+/// returns after the group's graceful shutdown, once ``shutdown()`` has run. For a script,
+/// ``withJourneySharingServices(configuration:isolation:_:)`` shuts them down when its body returns.
 public final class JourneySharingServices: Sendable {
   /// Trip models by name.
   public let tripService: TripService
@@ -50,11 +55,31 @@ public final class JourneySharingServices: Sendable {
     await core.transport.statistics()
   }
 
-  /// Stops following every trip and closes the connections.
+  /// Records the figures that are sampled (connections, streams, attempts, failures, GOAWAYs, polls that
+  /// waited, updates delivered) into the metrics now, rather than at the next sample.
+  public func flushMetrics() async {
+    await core.sampleMetrics()
+  }
+
+  /// Shuts down gracefully, and returns when that is done; the same as a `ServiceGroup`'s graceful
+  /// shutdown of ``run()``. Calling it again (or concurrently) waits for the first call to finish.
+  ///
+  /// In order: following stops for every trip (each stream is cancelled, each poll timer stopped, and no
+  /// update is offered to a subscriber after this); deliveries already handed to the delivery threads are
+  /// **delivered**, not dropped, before this returns (a subscriber may get callbacks until then, never
+  /// after); calls still open end, and every connection is closed with GOAWAY; the metrics are sampled a
+  /// last time. Trip models stay readable (their last snapshot), but follow nothing any more.
   public func shutdown() async {
+    guard core.lifecycle.beginShutdown() else {
+      await core.lifecycle.waitUntilShutDown()
+      return
+    }
     for model in tripService.allTripModels { model.follower.stopAll() }
     await core.transport.shutdown()
     core.executor.shutdown()
+    core.stopMetricsSampler()
+    await core.sampleMetrics()
+    core.lifecycle.finishShutdown()
   }
 }
 
@@ -71,14 +96,20 @@ public struct JourneySharingStatistics: Sendable, Hashable {
   public var activeTripModels: Int
 }
 
-/// What every trip model shares: configuration, transport, delivery threads, request budget.
+/// What every trip model shares: configuration, transport, delivery threads, request budget, metrics,
+/// tracing and the lifecycle.
 final class ServicesCore: Sendable {
   let configuration: JourneySharingConfiguration
   let transport: any GRPCClientTransport
   let executor: DeliveryExecutor
   let budget: RequestBudget
+  let metrics: JourneySharingMetrics
+  let tracing: CallTracing
+  let lifecycle = ServicesLifecycle()
   private let schedulers: [any GRPCScheduler]
   private let wakers: [ObjectIdentifier: DeliveryWaker]
+  private let tallies: [ObjectIdentifier: UpdateTally]
+  private let samplerStopped = Atomic<Bool>(false)
   var logger: Logger { configuration.logger }
 
   init(configuration: JourneySharingConfiguration, transport: any GRPCClientTransport) {
@@ -90,11 +121,60 @@ final class ServicesCore: Sendable {
     let schedulers = transport.schedulers
     precondition(!schedulers.isEmpty, "a transport has at least one scheduler")
     self.schedulers = schedulers
+    let metrics = JourneySharingMetrics(
+      factory: configuration.metricsFactory ?? MetricsSystem.factory, prefix: configuration.metricsLabelPrefix)
+    self.metrics = metrics
+    self.tracing = CallTracing(tracer: configuration.tracer)
     var wakers: [ObjectIdentifier: DeliveryWaker] = [:]
+    var tallies: [ObjectIdentifier: UpdateTally] = [:]
     for scheduler in schedulers {
       wakers[ObjectIdentifier(scheduler)] = DeliveryWaker(scheduler: scheduler, executor: executor)
+      tallies[ObjectIdentifier(scheduler)] = UpdateTally(scheduler: scheduler, metrics: metrics)
     }
     self.wakers = wakers
+    self.tallies = tallies
+    if metrics.enabled { startMetricsSampler() }
+  }
+
+  /// The tally of updates received on `scheduler` (one of the transport's).
+  func tally(on scheduler: any GRPCScheduler) -> UpdateTally? {
+    tallies[ObjectIdentifier(scheduler)]
+  }
+
+  /// Samples the transport and the request budget every ``JourneySharingConfiguration/metricsSampleInterval``
+  /// on the first scheduler, until ``stopMetricsSampler()``. Holds the core weakly.
+  private func startMetricsSampler() {
+    let scheduler = schedulers[0]
+    let interval = max(configuration.metricsSampleInterval, .milliseconds(10))
+    scheduler.execute { [weak self] in self?.scheduleSample(on: scheduler, after: interval) }
+  }
+
+  private func scheduleSample(on scheduler: any GRPCScheduler, after interval: Duration) {
+    guard !samplerStopped.load(ordering: .relaxed) else { return }
+    _ = scheduler.scheduleTimer(after: interval) { [weak self] in
+      guard let self, !self.samplerStopped.load(ordering: .relaxed) else { return }
+      Task { await self.sampleMetrics() }
+      self.scheduleSample(on: scheduler, after: interval)
+    }
+  }
+
+  func stopMetricsSampler() {
+    samplerStopped.store(true, ordering: .relaxed)
+  }
+
+  /// Flushes the update tallies (on their schedulers) and records the sampled figures.
+  func sampleMetrics() async {
+    guard metrics.enabled else { return }
+    for scheduler in schedulers {
+      guard let tally = tallies[ObjectIdentifier(scheduler)] else { continue }
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        scheduler.execute {
+          tally.flush()
+          continuation.resume()
+        }
+      }
+    }
+    metrics.sample(transport: await transport.statistics(), budget: budget.statistics)
   }
 
   /// The scheduler a trip's following runs on: the same for a name every time.

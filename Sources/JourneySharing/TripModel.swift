@@ -85,8 +85,9 @@ public final class TripModel: Sendable {
     let key = ObjectIdentifier(subscriber)
     registrations.withLock { registrations in
       guard registrations.jobs[key] == nil else { return }
-      let job = SubscriberJob(model: self, subscriber: subscriber, executor: follower.services.executor)
+      let job = SubscriberJob(model: self, subscriber: subscriber, services: follower.services)
       registrations.jobs[key] = job
+      follower.services.metrics.subscribersChanged(by: 1)
       registrations.retain(self)
       // Queued while the lock is held: the follower sees registrations and removals in the order they
       // happened here, however many threads race (a removal overtaking its registration would leave a
@@ -104,6 +105,7 @@ public final class TripModel: Sendable {
     // The hold on the model is released after the follower is told, so `self` outlives this call.
     let (job, retainer) = registrations.withLock { registrations -> (SubscriberJob?, TripModel?) in
       let job = registrations.jobs.removeValue(forKey: ObjectIdentifier(subscriber))
+      if job != nil { follower.services.metrics.subscribersChanged(by: -1) }
       let retainer = registrations.retainer
       registrations.retain(self)
       if let job { follower.remove(job) }  // in registration order, as in register(_:)
@@ -139,6 +141,7 @@ public final class TripModel: Sendable {
     }
     registrations.withLock { registrations in
       registrations.streams[ObjectIdentifier(subscription)] = subscription
+      follower.services.metrics.subscribersChanged(by: 1)
       registrations.retain(self)
       follower.add(subscription)
     }
@@ -148,6 +151,7 @@ public final class TripModel: Sendable {
   func endStream(_ subscription: StreamSubscription) {
     let retainer = registrations.withLock { registrations -> TripModel? in
       let removed = registrations.streams.removeValue(forKey: ObjectIdentifier(subscription)) != nil
+      if removed { follower.services.metrics.subscribersChanged(by: -1) }
       let retainer = registrations.retainer
       registrations.retain(self)
       if removed { follower.remove(subscription) }
@@ -183,11 +187,17 @@ final class SubscriberJob: DeliveryJob, Deliverable {
   /// Open while registered; see ``DeliveryGate`` for what closing it guarantees.
   let gate = DeliveryGate()
   private let executor: DeliveryExecutor
+  private let metrics: JourneySharingMetrics
+  /// The trip's scheduler, whose clock the delivery latency is measured on (the server's send time is
+  /// Unix time; so is the scheduler's).
+  private let clock: any GRPCScheduler
 
-  init(model: TripModel, subscriber: any TripModelSubscriber, executor: DeliveryExecutor) {
+  init(model: TripModel, subscriber: any TripModelSubscriber, services: ServicesCore) {
     self.model = model
     self.subscriber = subscriber
-    self.executor = executor
+    self.executor = services.executor
+    self.metrics = services.metrics
+    self.clock = model.follower.scheduler
   }
 
   /// Writer side (the event loop): hands `event` over and queues a delivery if needed, without waking
@@ -201,15 +211,24 @@ final class SubscriberJob: DeliveryJob, Deliverable {
 
   func runDelivery() {
     guard gate.enter() else { return }
+    // Counted per run (a batch of events), not per event: one atomic add, one timer record at most.
+    var delivered = 0
+    var sendTime: Double?
     repeat {
       // Nothing is kept after the callbacks: the snapshot's storage can then be reused for the next update.
       let (value, changes) = mailbox.take()
       if changes != 0, let event = value {
         subscriber.deliver(model, event: event, changes: changes, gate: gate)
+        delivered += 1
+        if changes & TripPropertyFields.all.rawValue != 0, let time = event.sendTime { sendTime = time }
       }
       if !gate.isOpen { break }
     } while mailbox.finishDelivery()
     gate.leave()
+    guard delivered > 0, metrics.enabled else { return }
+    metrics.delivered(delivered)
+    // The latest update's latency: from the server's send time to the end of its callbacks.
+    if let sendTime { metrics.recordDeliveryLatency(seconds: clock.unixTime - sendTime) }
   }
 
   func reclaimPending() -> Bool {

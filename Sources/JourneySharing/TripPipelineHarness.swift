@@ -5,6 +5,7 @@
 // each subscriber's mailbox; then the delivery threads' callbacks), driven by the caller's thread
 // instead of a transport's scheduler.
 
+public import CoreMetrics
 public import FleetEngineMessages
 import UpdatePipeline
 
@@ -20,11 +21,16 @@ public final class TripPipelineHarness: @unchecked Sendable {
   private var pipelines: [TripPipeline]
 
   /// `tripCount` trips named `providers/bench/trips/trip-{i}`, each with `subscriber` registered
-  /// (without following anything), and `deliveryThreads` delivery threads.
-  public init(tripCount: Int, subscriber: any TripModelSubscriber, deliveryThreads: Int = 1) throws {
+  /// (without following anything), and `deliveryThreads` delivery threads; deliveries are counted (and
+  /// their latency timed) through `metricsFactory` as a followed trip's are (nil: the global factory).
+  public init(
+    tripCount: Int, subscriber: any TripModelSubscriber, deliveryThreads: Int = 1,
+    metricsFactory: (any MetricsFactory)? = nil
+  ) throws {
     var configuration = JourneySharingConfiguration(
       host: "127.0.0.1", port: 9, security: .plaintext, providerID: "bench")
     configuration.deliveryThreads = deliveryThreads
+    configuration.metricsFactory = metricsFactory
     services = try JourneySharingServices(configuration: configuration)
     var models: [TripModel] = []
     var jobs: [SubscriberJob] = []
@@ -32,7 +38,7 @@ public final class TripPipelineHarness: @unchecked Sendable {
     models.reserveCapacity(tripCount)
     for index in 0..<tripCount {
       let model = services.tripService.tripModel(forTripName: "providers/bench/trips/trip-\(index)")
-      let job = SubscriberJob(model: model, subscriber: subscriber, executor: services.core.executor)
+      let job = SubscriberJob(model: model, subscriber: subscriber, services: services.core)
       var pipeline = TripPipeline(tripID: "trip-\(index)")
       pipeline.add(job)
       models.append(model)
@@ -53,7 +59,7 @@ public final class TripPipelineHarness: @unchecked Sendable {
   @discardableResult
   public func push(_ update: TripUpdate, toTrip index: Int) -> TripPropertyFields {
     let outcome = pipelines[index].apply(update, within: nil) {
-      TripModelEvent(snapshot: $0, error: nil, modelState: .active)
+      TripModelEvent(snapshot: $0, error: nil, modelState: .active, sendTime: update.sendTime.map { $0.unixTime })
     }
     guard case .applied(let changes, _) = outcome else { return [] }
     return changes

@@ -12,13 +12,16 @@ package struct TripModelEvent: Sendable {
   package let error: GRPCError?
   /// Whether following is on.
   package let modelState: TripModelState
+  /// When the server sent the update this event carries (its `send_time`, Unix seconds), if it said.
+  package let sendTime: Double?
 
   package static let errorBit: UInt64 = 1 << 62
   package static let stateBit: UInt64 = 1 << 63
 
-  package init(snapshot: TripSnapshot?, error: GRPCError?, modelState: TripModelState) {
+  package init(snapshot: TripSnapshot?, error: GRPCError?, modelState: TripModelState, sendTime: Double? = nil) {
     self.snapshot = snapshot
     self.error = error
     self.modelState = modelState
+    self.sendTime = sendTime
   }
 }

@@ -65,6 +65,8 @@ struct Demo: AsyncParsableCommand {
     var configuration = JourneySharingConfiguration(
       host: "127.0.0.1", port: port, security: .plaintext, providerID: sim.simulator.configuration.provider,
       fetchMode: .stream)
+    // The library is silent by default: the demo shows its warnings.
+    configuration.logger = Logger(label: "tripwatch")
     configuration.logger.logLevel = .warning
     let services = try JourneySharingServices(configuration: configuration)
     let followers = (0..<trips).map { index in

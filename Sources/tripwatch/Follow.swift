@@ -3,12 +3,17 @@
 import Primitives
 import ArgumentParser
 import CLinuxSystem
+import CoreMetrics
 import FleetEngineMessages
 import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
+import Logging
+import Prometheus
+import ServiceLifecycle
 import Synchronization
 import ToolSupport
+import UnixSignals
 
 #if canImport(Glibc)
   import Glibc
@@ -26,7 +31,13 @@ struct Follow: AsyncParsableCommand {
       seconds, distances meters. With --summary only a summary line is printed, every --summary-interval \
       seconds and at the end. Following stops by itself once every trip reached its final state (COMPLETE or \
       CANCELED); a trip with no success for --give-up-after seconds while errors come back is given up, and \
-      the run fails with its last error. \(ToolExit.helpText)
+      the run fails with its last error.
+
+      SIGTERM or SIGINT stop following gracefully: the streams are cancelled, deliveries under way finish, the \
+      connections close with GOAWAY, the summary line is printed (also without --summary) and tripwatch exits 0. \
+      With --metrics-listen HOST:PORT, `GET /metrics` there answers the library's metrics in Prometheus' text \
+      format (journeysharing_*); the address is printed to standard error as `metrics on HOST:PORT`. \
+      \(ToolExit.helpText)
       """)
 
   @Argument(help: "Trip names, providers/{provider}/trips/{trip}; - reads names from standard input.")
@@ -68,6 +79,11 @@ struct Follow: AsyncParsableCommand {
   @Option(name: .customLong("summary-interval"), help: "Seconds between summary lines with --summary.")
   var summaryInterval = 10.0
 
+  @Option(
+    name: .customLong("metrics-listen"),
+    help: "Serve metrics in Prometheus' text format on HOST:PORT at /metrics (port 0 picks one).")
+  var metricsListen: String?
+
   func validate() throws {
     guard pollInterval > 0 else { throw ValidationError("--poll-interval must be > 0") }
     if let duration, !(duration > 0) { throw ValidationError("--duration must be > 0") }
@@ -76,6 +92,9 @@ struct Follow: AsyncParsableCommand {
     guard summaryInterval > 0 else { throw ValidationError("--summary-interval must be > 0") }
     guard tripNames.filter({ $0 == "-" }).count + (tripsFile == "-" ? 1 : 0) <= 1 else {
       throw ValidationError("standard input can be read once: give - or --trips-file - once")
+    }
+    if let metricsListen, MetricsHTTPServer.parse(metricsListen) == nil {
+      throw ValidationError("--metrics-listen must be HOST:PORT")
     }
   }
 
@@ -106,39 +125,45 @@ struct Follow: AsyncParsableCommand {
     configuration.pollInterval = .nanoseconds(Int64(pollInterval * 1e9))
     configuration.maxRequestsPerSecond = maxRequestsPerSecond > 0 ? maxRequestsPerSecond : nil
     configuration.deliveryThreads = 2
+    signal(SIGPIPE, SIG_IGN)
+    // Metrics go to a registry of this run's own, which the endpoint serves (nothing is recorded without one).
+    var metricsServer: MetricsHTTPServer?
+    if let metricsListen {
+      let registry = PrometheusCollectorRegistry()
+      configuration.metricsFactory = PrometheusMetricsFactory(registry: registry)
+      metricsServer = try MetricsHTTPServer(listen: metricsListen) { registry.emitToBuffer() }
+      StandardError.write("metrics on \(metricsServer?.address ?? metricsListen)\n")
+    }
+    defer { metricsServer?.stop() }
     let services: JourneySharingServices
     do {
       services = try JourneySharingServices(configuration: configuration)
     } catch {
       throw ToolFailure(.invalidInput, error.message)
     }
-    let started = unixTime()
-    let tracker = FollowTracker(names: names, output: output, started: started)
-    let models = names.map { services.tripService.tripModel(forTripName: $0) }
-    for model in models { model.register(tracker) }
-
-    var lastSummary = started
-    var timedOut = false
-    while true {
-      try? await Task.sleep(for: .milliseconds(100))
-      let now = unixTime()
-      for name in tracker.tripsToGiveUp(now: now, after: giveUpAfter) {
-        services.tripService.tripModel(forTripName: name).unregisterSubscriber(tracker)
-      }
-      if summary, now - lastSummary >= summaryInterval {
-        lastSummary = now
-        output.summary(tracker.counts())
-      }
-      if tracker.isDone { break }
-      if let duration, now - started >= duration {
-        timedOut = true
-        break
-      }
-    }
-    for model in models { model.unregisterSubscriber(tracker) }
-    await services.shutdown()
+    let tracker = FollowTracker(names: names, output: output, started: unixTime())
+    let following = FollowService(
+      services: services, names: names, tracker: tracker, giveUpAfter: giveUpAfter,
+      summaryInterval: summary ? summaryInterval : nil, duration: duration)
+    // The services shut down after the follower (a group stops its services in reverse order): when every
+    // trip is final or --duration ran out (the follower returns, which shuts the group down gracefully), or on
+    // SIGTERM or SIGINT, which the group traps before it runs anything.
+    let group = ServiceGroup(
+      configuration: ServiceGroupConfiguration(
+        services: [
+          ServiceGroupConfiguration.ServiceConfiguration(service: services, serviceName: "JourneySharingServices"),
+          ServiceGroupConfiguration.ServiceConfiguration(
+            service: following, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "follow"),
+        ],
+        gracefulShutdownSignals: [.sigterm, .sigint],
+        logger: Logger(label: "tripwatch", factory: { _ in SwiftLogNoOpLogHandler() })))
+    try await group.run()
+    let outcome = following.outcome
     let counts = tracker.counts()
-    if summary { output.summary(counts) }
+    // On a signal the summary is printed whatever the output mode, and the run succeeds.
+    if summary || outcome == .interrupted { output.summary(counts, always: true) }
+    if outcome == .interrupted { return }
+    let timedOut = outcome == .timedOut
 
     if counts.gaveUp > 0, let (trip, error) = tracker.lastGiveUp {
       throw ToolFailure(
@@ -421,7 +446,8 @@ struct FollowOutput: Sendable {
       ], always: always)
   }
 
-  func summary(_ counts: FollowCounts) {
+  /// A summary line; printed when summaries are wanted (the caller decides) whatever `callbacks` says.
+  func summary(_ counts: FollowCounts, always: Bool = true) {
     if json {
       print(
         JSONValue.object([
@@ -456,5 +482,66 @@ struct FollowOutput: Sendable {
           ("speed", .string($0.speed.protoName)),
         ])
       })
+  }
+}
+
+/// Follows the trips until each is final or given up, --duration runs out, or graceful shutdown (a
+/// signal); prints the summary lines on the way.
+final class FollowService: Service, Sendable {
+  enum Outcome: Sendable {
+    case done, timedOut, interrupted
+  }
+
+  let services: JourneySharingServices
+  let names: [String]
+  let tracker: FollowTracker
+  let giveUpAfter: Double
+  let summaryInterval: Double?
+  let duration: Double?
+  private let result = Mutex<Outcome>(.done)
+
+  init(
+    services: JourneySharingServices, names: [String], tracker: FollowTracker, giveUpAfter: Double,
+    summaryInterval: Double?, duration: Double?
+  ) {
+    self.services = services
+    self.names = names
+    self.tracker = tracker
+    self.giveUpAfter = giveUpAfter
+    self.summaryInterval = summaryInterval
+    self.duration = duration
+  }
+
+  /// How following ended (read after ``run()`` returned).
+  var outcome: Outcome { result.withLock { $0 } }
+
+  func run() async throws {
+    let started = unixTime()
+    let models = names.map { services.tripService.tripModel(forTripName: $0) }
+    for model in models { model.register(tracker) }
+    var lastSummary = started
+    var outcome = Outcome.done
+    while true {
+      try? await Task.sleep(for: .milliseconds(100))
+      if Task.isShuttingDownGracefully || Task.isCancelled {
+        outcome = .interrupted
+        break
+      }
+      let now = unixTime()
+      for name in tracker.tripsToGiveUp(now: now, after: giveUpAfter) {
+        services.tripService.tripModel(forTripName: name).unregisterSubscriber(tracker)
+      }
+      if let summaryInterval, now - lastSummary >= summaryInterval {
+        lastSummary = now
+        tracker.output.summary(tracker.counts())
+      }
+      if tracker.isDone { break }
+      if let duration, now - started >= duration {
+        outcome = .timedOut
+        break
+      }
+    }
+    for model in models { model.unregisterSubscriber(tracker) }
+    result.withLock { $0 = outcome }
   }
 }

@@ -10,7 +10,7 @@ struct Tripwatch: AsyncParsableCommand {
     abstract: "Follow ride-sharing trips over gRPC, or make raw gRPC calls.",
     discussion: ToolExit.helpText,
     version: toolVersion,
-    subcommands: [Demo.self, Follow.self, Get.self, RawCall.self]
+    subcommands: [Demo.self, Follow.self, Get.self, RawCall.self, Relay.self]
   )
 
   static func main() async { await runAsTool() }

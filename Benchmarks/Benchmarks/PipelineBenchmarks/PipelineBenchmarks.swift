@@ -4,12 +4,15 @@
 // round-robin from the benchmark thread: every update is merged into its trip, the snapshot
 // derived and diffed, and the event handed to the subscriber's mailbox, from which one
 // delivery thread runs the subscriber's callbacks. One benchmark iteration is 1,000 updates,
-// so time and allocations per iteration divided by 1,000 are per update.
+// so time and allocations per iteration divided by 1,000 are per update. The "metrics to Prometheus"
+// variant records the library's metrics (deliveries counted per delivery run, their latency timed) into a
+// swift-prometheus registry; the others into the global factory, a no-op: the difference is what metrics cost.
 
 import Benchmark
 import BenchmarkFixtures
 import FleetEngineMessages
 @_spi(Benchmarks) import JourneySharing
+import Prometheus
 import Synchronization
 
 
@@ -35,9 +38,10 @@ final class PipelineRun: @unchecked Sendable {
 let smallUpdates: [TripUpdate] = (0..<64).map { Fixtures.smallUpdate(step: $0) }
 
 let benchmarks: @Sendable () -> Void = {
-  for tripCount in [1_000, 10_000, 100_000] {
+  for (tripCount, prometheus) in [(1_000, false), (10_000, false), (100_000, false), (10_000, true)] {
     Benchmark(
-      "Pipeline small update, \(tripCount / 1000)k trips (1000 updates per iteration)",
+      "Pipeline small update, \(tripCount / 1000)k trips\(prometheus ? ", metrics to Prometheus" : "") "
+        + "(1000 updates per iteration)",
       configuration: .init(
         metrics: [.wallClock, .cpuTotal, .throughput, .mallocCountTotal],
         warmupIterations: 200,
@@ -59,7 +63,12 @@ let benchmarks: @Sendable () -> Void = {
       run.cursor = cursor
     } setup: {
       let subscriber = CountingSubscriber()
-      let harness = try TripPipelineHarness(tripCount: tripCount, subscriber: subscriber, deliveryThreads: 1)
+      let harness =
+        prometheus
+        ? try TripPipelineHarness(
+          tripCount: tripCount, subscriber: subscriber, deliveryThreads: 1,
+          metricsFactory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry()))
+        : try TripPipelineHarness(tripCount: tripCount, subscriber: subscriber, deliveryThreads: 1)
       // Every trip starts from the full trip, as a stream's first message.
       let first = Fixtures.fullTripUpdate()
       for trip in 0..<tripCount { harness.push(first, toTrip: trip) }

@@ -7,8 +7,10 @@
 // budget, so the whole process never sends more than the budget allows.
 
 import Primitives
+import CoreMetrics
 import FleetEngineMessages
 import GRPCProtocol
+import Tracing
 
 /// Polls a trip (or, with no interval, fetches it once per `start()`, for a refresh beside a stream).
 /// Confined to the trip's scheduler.
@@ -24,6 +26,11 @@ final class PollingTripSource: TripSource {
   private let interval: () -> Duration?
   private var random: SplitMix64
   private var call: GRPCCallHandle?
+  /// The span of the poll in flight (nil when tracing is off), and when it was sent (monotonic).
+  private var span: (any Span)?
+  private var sentAt: UInt64 = 0
+  /// Whether a call was started and has not been counted as ended yet.
+  private var callOpen = false
   private var inFlight = false
   private var timer: GRPCTimerID?
   private var stopped = false
@@ -54,8 +61,22 @@ final class PollingTripSource: TripSource {
     stopped = true
     if let timer { scheduler.cancelTimer(timer) }
     timer = nil
+    ended(GRPCStatus(code: .cancelled, message: "cancelled by the client"))
     call?.cancel()
     call = nil
+  }
+
+  /// The poll in flight ended with `status`: counted, its round trip timed, its span ended.
+  private func ended(_ status: GRPCStatus) {
+    guard callOpen else { return }
+    callOpen = false
+    let metrics = owner.metrics
+    metrics.callEnded(.unary, code: status.code)
+    if metrics.enabled {
+      metrics.pollRoundTrip.recordNanoseconds(Int64(clamping: scheduler.monotonicNanoseconds &- sentAt))
+    }
+    CallTracing.end(span, status: status)
+    span = nil
   }
 
   /// Polls at `wanted`, or later when the budget is used up then. The budget is asked when the time comes,
@@ -106,14 +127,20 @@ final class PollingTripSource: TripSource {
     request.routeFormatType = parameters.routeFormat
     request.setVersions(holding: owner.heldTrip)
     let handler = PollSink(source: self, request: request, sentAfterUpdates: owner.appliedUpdates)
+    var options = CallOptions(token: token, timeout: parameters.callTimeout)
+    span = owner.tracing.startSpan(.unary, parent: owner.traceContext, attempt: owner.attempt, options: &options)
+    owner.metrics.callStarted(.unary)
+    sentAt = scheduler.monotonicNanoseconds
+    callOpen = true
     call = transport.startCall(
       path: FleetEngineMethods.unaryGetTrip, request: request.serializedBytes(), kind: .unary,
-      options: CallOptions(token: token, timeout: parameters.callTimeout), on: scheduler, handler: handler)
+      options: options, on: scheduler, handler: handler)
   }
 
   fileprivate func answered(
     _ status: GRPCStatus, trailers: GRPCMetadata, message: [UInt8]?, request: GetTripRequest, sentAfterUpdates: Int
   ) {
+    ended(status)
     call = nil
     inFlight = false
     guard !stopped else { return }

@@ -8,6 +8,7 @@
 
 import FleetEngineMessages
 import GRPCProtocol
+import Tracing
 
 /// When a silent stream counts as dead: after `multiple` times the usual gap between its messages (an
 /// average of the gaps seen), but never sooner than `minimum` nor later than `maximum`; before two
@@ -50,6 +51,10 @@ final class StreamingTripSource: TripSource {
   private let refresher: PollingTripSource
   private var call: GRPCCallHandle?
   private var sink: StreamSink?
+  /// The span of the stream under way (nil when tracing is off).
+  private var span: (any Span)?
+  /// Whether a stream was started and has not been counted as ended yet.
+  private var callOpen = false
   private var stopped = false
   // The stream under way.
   private var startedAt: UInt64 = 0
@@ -108,18 +113,23 @@ final class StreamingTripSource: TripSource {
     lastMessageAt = startedAt
     messages = 0
     averageGap = nil
+    var options = CallOptions(token: token, timeout: nil)
+    span = owner.tracing.startSpan(.stream, parent: owner.traceContext, attempt: owner.attempt, options: &options)
+    owner.metrics.callStarted(.stream)
+    callOpen = true
     call = transport.startCall(
       path: FleetEngineMethods.streamingGetTrip, request: request.serializedBytes(), kind: .serverStreaming,
-      options: CallOptions(token: token, timeout: nil), on: scheduler, handler: sink)
+      options: options, on: scheduler, handler: sink)
     armWatchdog()
   }
 
   /// Cancels the stream without reporting it: its sink goes deaf first, so messages still queued behind a
   /// refused one (same socket read) are not applied and the CANCELLED status the cancel produces is not
   /// reported over the error that caused it.
-  private func abandon() {
+  private func abandon(_ status: GRPCStatus = GRPCStatus(code: .cancelled, message: "cancelled by the client")) {
     sink?.abandoned = true
     sink = nil
+    ended(status)
     call?.cancel()
     call = nil
     if let watchdogTimer { scheduler.cancelTimer(watchdogTimer) }
@@ -155,11 +165,21 @@ final class StreamingTripSource: TripSource {
   fileprivate func finished(_ status: GRPCStatus, trailers: GRPCMetadata) {
     let lifetime = Duration.nanoseconds(Int64(clamping: scheduler.monotonicNanoseconds &- startedAt))
     let count = messages
+    ended(status)
     call = nil
     sink = nil
     if let watchdogTimer { scheduler.cancelTimer(watchdogTimer) }
     watchdogTimer = nil
     owner.source(self, streamEnded: status, trailers: trailers, lifetime: lifetime, messages: count)
+  }
+
+  /// The stream under way ended with `status`: counted, and its span ended.
+  private func ended(_ status: GRPCStatus) {
+    guard callOpen else { return }
+    callOpen = false
+    owner.metrics.callEnded(.stream, code: status.code)
+    CallTracing.end(span, status: status, messages: messages)
+    span = nil
   }
 
   /// Checks for silence when the current timeout would run out after the last message; re-arms itself
@@ -183,13 +203,11 @@ final class StreamingTripSource: TripSource {
       // Dead air: drop the stream and report it as the server being unavailable.
       let lifetime = Duration.nanoseconds(Int64(clamping: self.scheduler.monotonicNanoseconds &- self.startedAt))
       let count = self.messages
-      self.abandon()
       let seconds = (Double(silence) / 1e9 * 10).rounded() / 10
-      self.owner.source(
-        self,
-        streamEnded: GRPCStatus(
-          code: .unavailable, message: "no update on the stream for \(seconds) s (watchdog: the server went silent)"),
-        trailers: GRPCMetadata(), lifetime: lifetime, messages: count)
+      let status = GRPCStatus(
+        code: .unavailable, message: "no update on the stream for \(seconds) s (watchdog: the server went silent)")
+      self.abandon(status)
+      self.owner.source(self, streamEnded: status, trailers: GRPCMetadata(), lifetime: lifetime, messages: count)
     }
   }
 }

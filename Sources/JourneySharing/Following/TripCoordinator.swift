@@ -6,8 +6,10 @@
 // and stops its source, and decides what each result means: apply it, finish, retry after a backoff,
 // or fall back from streaming to polling.
 
+import CoreMetrics
 import FleetEngineMessages
 import GRPCProtocol
+import Instrumentation
 import Logging
 
 /// Follows one trip for its ``TripModel``.
@@ -43,6 +45,13 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
   private var modelState: TripModelState = .inactive
   private let tokens: TokenCache
   private(set) var appliedUpdates = 0
+  /// The ServiceContext of the caller whose subscriber started following: the parent of the calls' spans.
+  private(set) var traceContext: ServiceContext?
+  /// When following started (monotonic), until the first update arrived: for time to first update.
+  private var awaitingFirstUpdateSince: UInt64?
+  /// The `send_time` of the last update applied, carried by the events that follow it.
+  private var lastSendTime: Double?
+  private let tally: UpdateTally?
 
   init(tripName: String, parsedName: TripName?, services: ServicesCore, health: TripHealthCell) {
     self.tripName = tripName
@@ -61,6 +70,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
       provider: services.configuration.authorization,
       context: self.parsedName.map { AuthorizationContext(tripID: $0.tripID, tripName: tripName) },
       refreshMargin: services.configuration.tokenRefreshMargin, scheduler: scheduler)
+    self.tally = services.tally(on: scheduler)
   }
 
   deinit {
@@ -70,7 +80,9 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
   // MARK: - Entry points (any thread)
 
   func add(_ target: any Deliverable) {
-    scheduler.execute { self.addOnScheduler(target) }
+    // The caller's context (a task-local): the parent of the spans, should this subscriber start following.
+    let context = services.tracing.tracer == nil ? nil : ServiceContext.current
+    scheduler.execute { self.addOnScheduler(target, context: context) }
   }
 
   func remove(_ target: any Deliverable) {
@@ -102,9 +114,12 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
 
   // MARK: - Subscribers
 
-  private func addOnScheduler(_ target: any Deliverable) {
+  private func addOnScheduler(_ target: any Deliverable, context: ServiceContext?) {
     pipeline.add(target)
-    if !following && !finished { startFollowing() }
+    if !following && !finished {
+      traceContext = context
+      startFollowing()
+    }
     // A newcomer gets the current state: model state, and the trip if one arrived.
     var changes = TripModelEvent.stateBit
     if let snapshot = pipeline.snapshot { changes |= snapshot.presentProperties.rawValue }
@@ -117,7 +132,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
   }
 
   private func currentEvent(_ snapshot: TripSnapshot?) -> TripModelEvent {
-    TripModelEvent(snapshot: snapshot, error: lastError, modelState: modelState)
+    TripModelEvent(snapshot: snapshot, error: lastError, modelState: modelState, sendTime: lastSendTime)
   }
 
   /// Offers the current event with `changes` (error and state bits) to every subscriber.
@@ -131,6 +146,8 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
     following = true
     modelState = .active
     health.setActive(true)
+    services.metrics.followingChanged(by: 1)
+    awaitingFirstUpdateSince = scheduler.monotonicNanoseconds
     retry.succeeded()
     configuration.logger.debug("following", metadata: ["trip": "\(tripName)"])
     if let nameError {
@@ -147,6 +164,8 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
   private func stopFollowing() {
     guard following else { return }
     following = false
+    services.metrics.followingChanged(by: -1)
+    awaitingFirstUpdateSince = nil
     source?.stop()
     source = nil
     if let retryTimer { scheduler.cancelTimer(retryTimer) }
@@ -197,12 +216,33 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
 
   var limits: TripLimits { configuration.limits }
 
+  var metrics: JourneySharingMetrics { services.metrics }
+
+  var tracing: CallTracing { services.tracing }
+
+  /// The number of the next fetch since the last success (1: the first try).
+  var attempt: Int { retry.consecutiveFailures + 1 }
+
+  /// Counts an update received (per scheduler event), and the time to the first one.
+  private func countReceived(_ method: JourneySharingMetrics.Method) {
+    tally?.count(method)
+    if let since = awaitingFirstUpdateSince {
+      awaitingFirstUpdateSince = nil
+      if metrics.enabled {
+        metrics.timeToFirstUpdate.recordNanoseconds(Int64(clamping: scheduler.monotonicNanoseconds &- since))
+      }
+    }
+  }
+
   func withToken(_ body: @escaping (Result<String?, GRPCError>) -> Void) {
     tokens.withToken(body)
   }
 
   func source(_ source: any TripSource, received update: TripUpdate) -> Bool {
     guard source === self.source, following, !finished else { return false }
+    countReceived(.stream)
+    let previousSendTime = lastSendTime
+    lastSendTime = update.sendTime.map { $0.unixTime }
     let outcome = pipeline.apply(update, within: configuration.limits) { currentEvent($0) }
     switch outcome {
     case .applied(let changes, let queued):
@@ -211,6 +251,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
       finish(changes, queued: queued)
       return true
     case .refused(let violation, let owed):
+      lastSendTime = previousSendTime
       // Not applied: the held state stays the last trip accepted. The stream is dropped, so the next one
       // starts from a whole trip rather than from deltas on top of a refused one. The error published
       // next carries any taken-back change bits with it.
@@ -227,6 +268,9 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
         "dropped a refresh answer older than the streamed state", metadata: ["trip": "\(tripName)"])
       return
     }
+    countReceived(.unary)
+    // A poll's answer carries no send time: the events after it have none.
+    lastSendTime = nil
     let merged = trip.merged(intoHeld: pipeline.state.trip, request: request)
     switch pipeline.replace(with: merged, within: configuration.limits, event: { currentEvent($0) }) {
     case .applied(let changes, let queued):

@@ -8,6 +8,7 @@
 
 import FleetEngineMessages
 import GRPCProtocol
+import Instrumentation
 
 /// Fetches one trip and reports to its coordinator.
 protocol TripSource: AnyObject {
@@ -30,6 +31,14 @@ protocol TripSourceOwner: AnyObject {
   /// How many streamed updates have been applied so far (a refresh's answer older than the last one is
   /// not applied).
   var appliedUpdates: Int { get }
+  /// Where calls and their round trips are counted.
+  var metrics: JourneySharingMetrics { get }
+  /// Where calls' spans start.
+  var tracing: CallTracing { get }
+  /// The parent context of the calls' spans (the caller that started following), or nil.
+  var traceContext: ServiceContext? { get }
+  /// The number of the next fetch since the trip's last success (1: the first try).
+  var attempt: Int { get }
   /// Calls `body` with the token to send (see ``TokenCache``).
   func withToken(_ body: @escaping (Result<String?, GRPCError>) -> Void)
 

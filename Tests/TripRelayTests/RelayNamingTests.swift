@@ -1,0 +1,28 @@
+// Tests/TripRelayTests/RelayNamingTests.swift - subjects and message IDs of the relay's streams
+
+import FleetEngineMessages
+import Testing
+
+@testable import TripRelay
+
+@Suite("Relay naming")
+struct RelayNamingTests {
+  @Test("subjects keep letters, digits, - and _; every other byte becomes %XX")
+  func subjectTokens() throws {
+    let name = try #require(TripName(parsing: "providers/demo-1/trips/a.b*c>d e_f"))
+    #expect(RelayNaming.tripSubject(name) == "trips.demo-1.a%2Eb%2Ac%3Ed%20e_f")
+    #expect(RelayNaming.followSubject(name) == "follow.demo-1.a%2Eb%2Ac%3Ed%20e_f")
+    #expect(RelayNaming.token("ü%") == "%C3%BC%25")
+  }
+
+  @Test("update IDs differ per delivery; the final state has one ID whoever publishes it")
+  func messageIDs() throws {
+    let name = try #require(TripName(parsing: "providers/p/trips/t1"))
+    #expect(RelayNaming.updateMessageID(name, delivery: 1, sequence: 3) == "providers/p/trips/t1:1:3")
+    #expect(
+      RelayNaming.updateMessageID(name, delivery: 2, sequence: 3)
+        != RelayNaming.updateMessageID(name, delivery: 1, sequence: 3))
+    #expect(RelayNaming.finalMessageID(name) == "providers/p/trips/t1:final")
+    #expect(RelayNaming.followMessageID(name) == "providers/p/trips/t1")
+  }
+}
