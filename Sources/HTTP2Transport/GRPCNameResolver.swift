@@ -37,7 +37,7 @@ extension GRPCNameResolver {
 
 /// Resolves a host name with getaddrinfo: every A and AAAA address (and `/etc/hosts`), numeric
 /// hosts as they are. Each resolution runs on a thread of its own.
-public struct GRPCDNSResolver: GRPCNameResolver {
+public struct GRPCDNSResolver: GRPCNameResolver, DirectNameResolver {
   /// The name to resolve.
   public let host: String
   /// The port of every address.
@@ -54,7 +54,7 @@ public struct GRPCDNSResolver: GRPCNameResolver {
     let host = host
     let port = port
     let result: Result<[GRPCAddress], GRPCError>
-    if GRPCAddress(host: host, port: port).isIPv4 || GRPCAddress(host: host, port: port).isIPv6 {
+    if resolvesWithoutBlocking {
       result = .success([GRPCAddress(host: host, port: port)])
     } else {
       result = await withCheckedContinuation { continuation in
@@ -63,6 +63,15 @@ public struct GRPCDNSResolver: GRPCNameResolver {
       }
     }
     return try result.get()
+  }
+
+  /// Whether the host is numeric (no lookup).
+  var resolvesWithoutBlocking: Bool {
+    GRPCAddress(host: host, port: port).isIPv4 || GRPCAddress(host: host, port: port).isIPv6
+  }
+
+  func resolveDirectly() -> Result<[GRPCAddress], GRPCError> {
+    resolvesWithoutBlocking ? .success([GRPCAddress(host: host, port: port)]) : Self.lookUp(host: host, port: port)
   }
 
   private static func lookUp(host: String, port: Int) -> Result<[GRPCAddress], GRPCError> {
@@ -85,7 +94,7 @@ public struct GRPCDNSResolver: GRPCNameResolver {
 
 /// A list of addresses the caller sets, and changes at runtime with ``update(_:)``: every channel
 /// using the resolver follows (connects to new addresses, drains removed ones).
-public final class GRPCStaticResolver: GRPCNameResolver {
+public final class GRPCStaticResolver: GRPCNameResolver, DirectNameResolver {
   private struct State {
     var addresses: [GRPCAddress]
     var observers: [@Sendable () -> Void] = []
@@ -117,6 +126,19 @@ public final class GRPCStaticResolver: GRPCNameResolver {
       throw GRPCError(code: .unavailable, message: failure.description, cause: failure)
     }
     return addresses
+  }
+
+  var resolvesWithoutBlocking: Bool { true }
+
+  func resolveDirectly() -> Result<[GRPCAddress], GRPCError> {
+    Result { () throws(GRPCError) -> [GRPCAddress] in
+      let addresses = self.addresses
+      guard !addresses.isEmpty else {
+        let failure = ConnectionError.resolutionFailed(host: "static list", reason: "no addresses")
+        throw GRPCError(code: .unavailable, message: failure.description, cause: failure)
+      }
+      return addresses
+    }
   }
 
   /// Calls `observer` after every ``update(_:)``.

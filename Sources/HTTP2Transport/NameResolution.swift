@@ -81,15 +81,36 @@ final class NameResolution: Sendable {
       }
       if cancel { task.cancel() }
     }
-    if start {
+    if start { launch() }
+  }
+
+  /// Starts a resolution: the built-in resolvers without Swift's cooperative pool (a static list and a
+  /// numeric host on the caller's thread, a DNS lookup on a thread of its own), so a busy pool never
+  /// holds up a connection; a resolver of the user's own from a task.
+  private func launch() {
+    if let direct = resolver as? any DirectNameResolver {
+      if direct.resolvesWithoutBlocking {
+        finish(direct.resolveDirectly())
+      } else {
+        detachThread { self.finish(direct.resolveDirectly()) }
+      }
+    } else {
       Task { await self.run() }
     }
   }
 
   private func run() async {
+    do {
+      finish(.success(try await resolver.resolve()))
+    } catch {
+      finish(.failure(error))
+    }
+  }
+
+  private func finish(_ outcome: Result<[GRPCAddress], GRPCError>) {
     let result: Result<[ResolvedEndpoint], ConnectionError>
     do {
-      let found = try await resolver.resolve()
+      let found = try outcome.get()
       var endpoints: [ResolvedEndpoint] = []
       var keys = Set<String>()
       for address in found {
@@ -121,7 +142,7 @@ final class NameResolution: Sendable {
     }
     logger.debug("resolved", metadata: ["target": "\(name)", "result": "\(result.map { $0.map(\.key) })"])
     for core in cores { core.loop.execute { core.value.resolved(result) } }
-    if again { Task { await self.run() } }
+    if again { launch() }
   }
 
   /// Resolutions completed and failed, and the last good addresses.
@@ -138,4 +159,13 @@ final class NameResolution: Sendable {
     }
     task?.cancel()
   }
+}
+
+/// A built-in resolver the channel runs without a task: on the caller's thread when it does not block,
+/// else on a thread of its own.
+protocol DirectNameResolver: Sendable {
+  /// Whether ``resolveDirectly()`` returns at once (no DNS lookup).
+  var resolvesWithoutBlocking: Bool { get }
+  /// The addresses now; may block when ``resolvesWithoutBlocking`` is false.
+  func resolveDirectly() -> Result<[GRPCAddress], GRPCError>
 }
