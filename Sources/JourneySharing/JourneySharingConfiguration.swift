@@ -87,13 +87,20 @@ public struct JourneySharingConfiguration: Sendable {
     public var maxResponseHeaderListSize: Int
     /// The `:authority` of every call; default: the TLS name override, else `host:port`.
     public var authority: String?
+    /// How often the servers' name is resolved again while connections are in use (besides after a failed
+    /// connection attempt, a lost connection and a GOAWAY). Default 30 s.
+    public var resolutionInterval: Duration
+    /// The I/O threads: event loops to share with other services (and channels), or nil for loops of these
+    /// services' own, one per core. Connections are spread over the loops; each followed trip lives on one.
+    public var eventLoops: JourneySharingEventLoops?
 
     /// Connection settings; every parameter defaults as its property says.
     public init(
       maxConnections: Int = 16, connectTimeout: Duration = .seconds(20),
       reconnectBackoff: RetryBackoff = RetryBackoff(maximum: .seconds(120)),
       keepaliveInterval: Duration? = .seconds(20), keepaliveTimeout: Duration = .seconds(10),
-      maxReceiveMessageSize: Int = 4 << 20, maxResponseHeaderListSize: Int = 16 << 10, authority: String? = nil
+      maxReceiveMessageSize: Int = 4 << 20, maxResponseHeaderListSize: Int = 16 << 10, authority: String? = nil,
+      resolutionInterval: Duration = .seconds(30), eventLoops: JourneySharingEventLoops? = nil
     ) {
       self.maxConnections = max(1, maxConnections)
       self.connectTimeout = connectTimeout
@@ -103,13 +110,22 @@ public struct JourneySharingConfiguration: Sendable {
       self.maxReceiveMessageSize = maxReceiveMessageSize
       self.maxResponseHeaderListSize = maxResponseHeaderListSize
       self.authority = authority
+      self.resolutionInterval = resolutionInterval
+      self.eventLoops = eventLoops
     }
   }
 
-  /// The server's host.
+  /// The server's host (when ``target`` is nil).
   public var host: String
-  /// The server's port.
+  /// The server's port (when ``target`` is nil).
   public var port: Int
+  /// The servers in gRPC's name syntax, in place of ``host`` and ``port``: `dns:///NAME:PORT` (every A and
+  /// AAAA address of NAME), `ipv4:ADDR:PORT,ADDR:PORT,…` or `ipv6:[ADDR]:PORT,…` (a static list), or a bare
+  /// `HOST:PORT` (DNS). Connections are spread round-robin over every address, calls go to the least loaded
+  /// ready connection, the name is resolved again after failures, GOAWAYs and every
+  /// ``Connection/resolutionInterval``, and an address that disappears is drained. A target that does not
+  /// parse makes ``JourneySharingServices/init(configuration:)`` throw INVALID_ARGUMENT.
+  public var target: String?
   /// TLS (verified; the default) or plaintext.
   public var security: Security
   /// The provider (Google Cloud project) ID: trip names must be `providers/{providerID}/trips/…`. A name of
@@ -175,6 +191,22 @@ public struct JourneySharingConfiguration: Sendable {
     Logger(label: "journeysharing", factory: { _ in SwiftLogNoOpLogHandler() })
   }
 
+  /// A configuration for the servers `target` names in gRPC's name syntax (see ``target``), and `providerID`.
+  public init(
+    target: String,
+    security: Security = .tls(.default),
+    providerID: String,
+    authorization: (any AuthorizationProvider)? = nil,
+    fetchMode: FetchMode = .auto,
+    pollInterval: Duration = .seconds(5),
+    logger: Logger = JourneySharingConfiguration.silentLogger
+  ) {
+    self.init(
+      host: "", port: 0, security: security, providerID: providerID, authorization: authorization,
+      fetchMode: fetchMode, pollInterval: pollInterval, logger: logger)
+    self.target = target
+  }
+
   /// A configuration for `host:port` and `providerID`.
   public init(
     host: String,
@@ -188,6 +220,7 @@ public struct JourneySharingConfiguration: Sendable {
   ) {
     self.host = host
     self.port = port
+    self.target = nil
     self.security = security
     self.providerID = providerID
     self.authorization = authorization

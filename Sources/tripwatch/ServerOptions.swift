@@ -1,13 +1,21 @@
 // Sources/tripwatch/ServerOptions.swift - where the trips are and how to authenticate: `follow` and `get` share these
 
 public import ArgumentParser
+import HTTP2Transport
 import JourneySharing
 import Logging
 import ToolSupport
 
 struct ServerOptions: ParsableArguments {
-  @Option(help: "The server, HOST:PORT. Default: Fleet Engine (TLS).")
+  @Option(
+    help: """
+      The servers, in gRPC's name syntax: HOST:PORT or dns:///NAME:PORT (every address of the name), \
+      ipv4:ADDR:PORT,ADDR:PORT,... or ipv6:[ADDR]:PORT,... (a list). Default: Fleet Engine (TLS).
+      """)
   var target = "fleetengine.googleapis.com:443"
+
+  @Option(name: .customLong("event-loops"), help: "I/O threads (event loops). Default: one per core.")
+  var eventLoops: Int?
 
   @Flag(help: "Use cleartext HTTP/2 (h2c) instead of TLS.")
   var plaintext = false
@@ -32,7 +40,12 @@ struct ServerOptions: ParsableArguments {
   var tokenScope: ServiceAccountTokenProvider.Scope = .trip
 
   func validate() throws {
-    _ = try Target(parsing: target)
+    do {
+      _ = try GRPCTarget(parsing: target)
+    } catch {
+      throw ValidationError("--target: \(error.message)")
+    }
+    if let eventLoops, eventLoops < 1 { throw ValidationError("--event-loops must be at least 1") }
     let sources = [token != nil, tokenFile != nil, serviceAccountFile != nil].filter { $0 }.count
     guard sources <= 1 else { throw ValidationError("give one of --token, --token-file, --service-account-file") }
     if plaintext && caFile != nil { throw ValidationError("--ca-file needs TLS; drop --plaintext") }
@@ -41,7 +54,6 @@ struct ServerOptions: ParsableArguments {
   /// The services configuration for trips of `providerID`; throws ``ToolFailure`` (invalid input)
   /// when a token or key file cannot be used.
   func configuration(providerID: String) throws -> JourneySharingConfiguration {
-    let target = try Target(parsing: target)
     var authorization: (any AuthorizationProvider)?
     if let token { authorization = StaticTokenProvider(token: token) }
     if let tokenFile {
@@ -63,9 +75,11 @@ struct ServerOptions: ParsableArguments {
     if let caFile { tls.trustRoots = .caFile(caFile) }
     var logger = Logger(label: "tripwatch")
     logger.logLevel = .warning
-    return JourneySharingConfiguration(
-      host: target.host, port: target.port, security: plaintext ? .plaintext : .tls(tls), providerID: providerID,
+    var configuration = JourneySharingConfiguration(
+      target: target, security: plaintext ? .plaintext : .tls(tls), providerID: providerID,
       authorization: authorization, logger: logger)
+    if let eventLoops { configuration.connection.eventLoops = JourneySharingEventLoops(loopCount: eventLoops) }
+    return configuration
   }
 
   /// `message`, with a hint when it says the server did not speak TLS (it may be h2c).

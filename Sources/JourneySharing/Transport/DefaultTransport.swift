@@ -38,6 +38,43 @@ func makeDefaultTransport(_ configuration: JourneySharingConfiguration) throws(G
   }
   channel.maxReceiveMessageSize = connection.maxReceiveMessageSize
   channel.http2Settings.maxHeaderListSize = UInt32(clamping: connection.maxResponseHeaderListSize)
+  channel.resolutionInterval = connection.resolutionInterval
+  // Loops of these services' own, one per core, unless shared ones were given; the channel holds the group,
+  // which stops when the channel (the group's last holder) goes.
+  channel.eventLoopGroup = connection.eventLoops?.group ?? GRPCEventLoopGroup(name: "journeysharing-io")
+  if let target = configuration.target {
+    return try GRPCChannel(target: target, configuration: channel, logger: configuration.logger)
+  }
   return try GRPCChannel(
     host: configuration.host, port: configuration.port, configuration: channel, logger: configuration.logger)
+}
+
+/// Event loops (I/O threads) that several ``JourneySharingServices`` share, through
+/// ``JourneySharingConfiguration/Connection/eventLoops``: each services' connections are spread over the same
+/// threads instead of starting loops of their own.
+///
+/// The loops run until ``shutdown()`` or until the last services using them (and this object) are gone. Shut
+/// them down only after every services using them has shut down.
+public final class JourneySharingEventLoops: Sendable, Hashable {
+  let group: GRPCEventLoopGroup
+
+  /// Starts `loopCount` loops (at least 1), by default one per core.
+  public init(loopCount: Int = JourneySharingEventLoops.coreCount) {
+    group = GRPCEventLoopGroup(loopCount: loopCount, name: "journeysharing-io")
+  }
+
+  /// The cores this process may run on, at least 1.
+  public static var coreCount: Int { GRPCEventLoopGroup.coreCount }
+
+  /// How many loops run.
+  public var loopCount: Int { group.loopCount }
+
+  /// Stops the loops.
+  public func shutdown() { group.shutdown() }
+
+  /// Identity: two values are equal when they are the same loops.
+  public static func == (lhs: JourneySharingEventLoops, rhs: JourneySharingEventLoops) -> Bool { lhs === rhs }
+
+  /// Hashes the identity.
+  public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
