@@ -133,7 +133,8 @@ let targets: [Target] = [
 
   .target(
     name: "HTTP2Transport",
-    dependencies: ["Primitives", 
+    dependencies: [
+      "Primitives",
       "CLinuxSystem",
       "COpenSSL",
       "GRPCProtocol",
@@ -144,7 +145,8 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "HTTP2TransportTests",
-    dependencies: ["Primitives", 
+    dependencies: [
+      "Primitives",
       "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TestLogging",
       .product(name: "Logging", package: "swift-log"),
     ],
@@ -189,7 +191,8 @@ let targets: [Target] = [
 
   .target(
     name: "JourneySharing",
-    dependencies: ["JourneySharingCore", "Primitives", 
+    dependencies: [
+      "JourneySharingCore", "Primitives",
       "FleetEngineMessages",
       "GRPCProtocol",
       "HTTP2Transport",
@@ -206,8 +209,10 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "JourneySharingTests",
-    dependencies: ["JourneySharingCore", "UpdatePipeline", "Primitives", 
-      "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport", "JSONWebToken",
+    dependencies: [
+      "JourneySharingCore", "UpdatePipeline", "Primitives",
+      "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport",
+      "JSONWebToken",
       "ProtoWire", "TestLogging", "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
       .product(name: "CoreMetrics", package: "swift-metrics"),
       .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -233,7 +238,8 @@ let targets: [Target] = [
 
   .target(
     name: "FleetSim",
-    dependencies: ["Primitives", 
+    dependencies: [
+      "Primitives",
       "FleetEngineMessages",
       "GRPCProtocol",
       "HTTP2Transport",
@@ -302,7 +308,9 @@ let targets: [Target] = [
   // What the command-line tools share: the exit-code scheme, standard error, files, the version.
   .target(
     name: "ToolSupport",
-    dependencies: ["Primitives", "GRPCProtocol", "ProtoWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+    dependencies: [
+      "Primitives", "GRPCProtocol", "ProtoWire", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+    ],
     swiftSettings: defaultSwiftSettings
   ),
 

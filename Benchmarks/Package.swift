@@ -39,7 +39,7 @@ let package = Package(
     .target(
       name: "BenchmarkFixtures",
       dependencies: [
-        .product(name: "FleetEngineMessages", package: "JourneySharing"),
+        .product(name: "FleetEngineMessages", package: "JourneySharing")
       ],
       swiftSettings: swiftSettings
     ),

@@ -38,7 +38,8 @@ public struct TripName: Sendable, Hashable, CustomStringConvertible {
       first <= UInt8(ascii: "z"), bytes.last != UInt8(ascii: "-")
     else { return false }
     return bytes.allSatisfy { byte in
-      (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+      (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+        || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
         || byte == UInt8(ascii: "-")
     }
   }

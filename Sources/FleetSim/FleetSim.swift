@@ -1,10 +1,10 @@
 // Sources/FleetSim/FleetSim.swift - the simulated Fleet Engine server
 
-import Primitives
 public import CoreMetrics
 public import GRPCProtocol
 public import HTTP2Transport
 public import Logging
+import Primitives
 public import ServiceLifecycle
 import Synchronization
 
@@ -167,16 +167,18 @@ public final class FleetSim: Sendable {
   private func startFaultTimers(_ faults: FaultInjection) {
     var tasks: [Task<Void, Never>] = []
     if let interval = faults.goAwayInterval {
-      tasks.append(repeating(every: interval) { [server, service] in
-        server.sendGoAway()
-        server.execute { service.countGoAway() }
-      })
+      tasks.append(
+        repeating(every: interval) { [server, service] in
+          server.sendGoAway()
+          server.execute { service.countGoAway() }
+        })
     }
     if let interval = faults.dropInterval {
-      tasks.append(repeating(every: interval) { [server, service] in
-        server.dropConnections()
-        server.execute { service.countDrop() }
-      })
+      tasks.append(
+        repeating(every: interval) { [server, service] in
+          server.dropConnections()
+          server.execute { service.countDrop() }
+        })
     }
     let previous = faultTasks.withLock { current in
       defer { current = tasks }

@@ -370,8 +370,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
       let trip = simulator.trip(index: stream.index, atSimulatedSeconds: seconds, routeFormat: stream.routeFormat)
       let changed = trip.changedFields(from: stream.last)
       if !changed.isEmpty {
-        if faults.streamResetRate > 0, Double.random(in: 0..<1, using: &random) < faults.streamResetRate
-        {
+        if faults.streamResetRate > 0, Double.random(in: 0..<1, using: &random) < faults.streamResetRate {
           counters.injectedResets += 1
           metrics.countFault(.reset)
           streams[key] = nil

@@ -8,10 +8,10 @@
 // stream whose flow-control window has room. Runs on the server's event loop; no locks.
 
 import CoreMetrics
-import GRPCProtocol
-import Primitives
 import FleetEngineMessages
+import GRPCProtocol
 import HTTP2Transport
+import Primitives
 import ProtoWire
 
 #if canImport(Glibc)

@@ -283,10 +283,12 @@ package final class ByteStream: EventLoopHandler {
       tls.shutdown()
       tls.drainCiphertext(into: &outbound)
     }
-    if isOpen || {
-      if case .handshaking = state { return true }
-      return false
-    }() {
+    if isOpen
+      || {
+        if case .handshaking = state { return true }
+        return false
+      }()
+    {
       // Best effort: push out a final GOAWAY or TLS alert without waiting.
       while outboundOffset < outbound.count {
         let n = outbound.withUnsafeBytes { raw in

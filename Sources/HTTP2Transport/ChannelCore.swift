@@ -20,9 +20,9 @@
 // stream, so a server announcing MAX_CONCURRENT_STREAMS = 0 costs one attempt per backoff period,
 // bounded by the connect timeout, not a connection per call.
 
-import Primitives
 import GRPCProtocol
 import Logging
+import Primitives
 
 final class ChannelCore: ClientConnectionDelegate {
   let loop: EventLoop
@@ -514,7 +514,6 @@ final class ChannelCore: ClientConnectionDelegate {
     guard !call.finished else { return }
     dispatch(call)
   }
-
 
   func connectionDidCountPing(_ connection: ClientConnection, ack: Bool) {
     if ack { pingAcksReceived += 1 } else { pingsSent += 1 }

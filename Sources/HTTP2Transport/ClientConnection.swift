@@ -6,10 +6,10 @@
 // calls on it end UNAVAILABLE with the ConnectionError as the status's cause.
 // Everything here runs on the channel's event loop: no locks.
 
-import Primitives
 import GRPCProtocol
 import HTTP2Session
 import Logging
+import Primitives
 
 #if canImport(Glibc)
   import Glibc

@@ -6,8 +6,8 @@
 // the loop through an eventfd.
 
 import CLinuxSystem
-import Primitives
 public import GRPCProtocol
+import Primitives
 import Synchronization
 
 #if canImport(Glibc)
@@ -21,7 +21,6 @@ package protocol EventLoopHandler: AnyObject {
   /// The descriptor is readable, writable, or has hung up / errored (`hangup`).
   func handleEvent(readable: Bool, writable: Bool, hangup: Bool)
 }
-
 
 /// An epoll-based event loop running on a thread of its own.
 ///

@@ -1,8 +1,8 @@
 // Sources/HTTP2Transport/GRPCChannel.swift - the public gRPC client channel
 
-import Primitives
 public import GRPCProtocol
 public import Logging
+import Primitives
 import Synchronization
 
 /// A gRPC client channel to one target, over HTTP/2 (nghttp2) with TLS (OpenSSL)
@@ -129,7 +129,8 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     let serverEncodings = serverEncodings
     // maxConnections shared out between the loops, at least one each.
     self.cores = loops.enumerated().map { index, loop in
-      let share = configuration.maxConnections / loops.count + (index < configuration.maxConnections % loops.count ? 1 : 0)
+      let share =
+        configuration.maxConnections / loops.count + (index < configuration.maxConnections % loops.count ? 1 : 0)
       return LoopBound(
         unchecked: ChannelCore(
           loop: loop, loopIndex: index, maxConnections: max(1, share), host: host, port: port,

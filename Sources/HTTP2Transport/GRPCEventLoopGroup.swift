@@ -5,8 +5,8 @@
 // (a sub-pool per loop), so a call started on a loop runs on a connection of that loop and reports
 // there, and nothing is shared between loops but the channel's resolved addresses.
 
-import Primitives
 public import GRPCProtocol
+import Primitives
 import Synchronization
 
 #if canImport(Glibc)

@@ -6,8 +6,8 @@
 // and the DNS resolver runs getaddrinfo on a thread of its own (never a loop, never Swift's
 // cooperative pool, which callers may be keeping busy).
 
-import Primitives
 public import GRPCProtocol
+import Primitives
 
 /// Resolves a channel's target to the server addresses to connect to.
 ///

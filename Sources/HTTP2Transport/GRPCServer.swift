@@ -5,9 +5,9 @@
 // (GRPCProtocol's service seam) receives each call once its request message is complete and answers
 // on the loop thread, now or later (server streaming), through `GRPCServerCall`.
 
-import Primitives
 public import GRPCProtocol
 public import Logging
+import Primitives
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,7 +1,7 @@
 // Sources/HTTP2Transport/GRPCServerStreamingResponse.swift - streamed responses as an AsyncSequence
 
-import Primitives
 public import GRPCProtocol
+import Primitives
 import Synchronization
 
 /// The response messages of a streaming call (server-streaming, bidirectional, or the one

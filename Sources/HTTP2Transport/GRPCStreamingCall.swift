@@ -7,8 +7,8 @@
 // empty). A writer waits while more than 64 KiB of its call's requests are unsent, so a
 // producer faster than the server is paced by the server, not buffered without end.
 
-import Primitives
 public import GRPCProtocol
+import Primitives
 import Synchronization
 
 /// Writes the requests of a client-streaming or bidirectional call.

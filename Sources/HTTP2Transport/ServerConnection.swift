@@ -1,9 +1,9 @@
 // Sources/HTTP2Transport/ServerConnection.swift - one accepted HTTP/2 connection serving gRPC calls
 
-import Primitives
 public import GRPCProtocol
 import HTTP2Session
 import Logging
+import Primitives
 
 /// One call on a ``GRPCServer``: the request, and the way to answer it.
 ///

@@ -43,7 +43,8 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
     var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
     _ = withUnsafePointer(to: &storage) { pointer in
       pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        getnameinfo($0, length, &host, socklen_t(host.count), &service, socklen_t(service.count),
+        getnameinfo(
+          $0, length, &host, socklen_t(host.count), &service, socklen_t(service.count),
           NI_NUMERICHOST | NI_NUMERICSERV)
       }
     }
@@ -114,7 +115,8 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
 package enum Socket {
   /// Creates a non-blocking TCP socket for `family`.
   package static func makeNonBlocking(family: Int32) throws(SocketError) -> Int32 {
-    let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(
+      family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw SocketError("socket") }
     return fd
   }

@@ -72,7 +72,9 @@ public struct JSONWebToken: Sendable, Hashable {
     let header = JWTHeader(algorithm: key.algorithm, type: "JWT", keyID: keyID)
     let headerJSON = try JSONWriter.serialize(header.json, context: "header")
     let payloadJSON = try JSONWriter.serialize(claims.json(), context: "claims")
-    let signingInput = Base64.encode(headerJSON, alphabet: .urlSafe, padded: false) + "." + Base64.encode(payloadJSON, alphabet: .urlSafe, padded: false)
+    let signingInput =
+      Base64.encode(headerJSON, alphabet: .urlSafe, padded: false) + "."
+      + Base64.encode(payloadJSON, alphabet: .urlSafe, padded: false)
     let message = Array(signingInput.utf8)
     let signature: [UInt8]
     switch key {

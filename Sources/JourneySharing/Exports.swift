@@ -8,6 +8,7 @@
 
 @_exported public import FleetEngineMessages
 @_exported public import JourneySharingCore
+
 @_exported public import struct GRPCProtocol.GRPCError
 @_exported public import struct GRPCProtocol.GRPCMetadata
 @_exported public import struct GRPCProtocol.GRPCStatus

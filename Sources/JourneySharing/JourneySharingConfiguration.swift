@@ -1,9 +1,9 @@
 // Sources/JourneySharing/JourneySharingConfiguration.swift - where trips come from and how they are fetched
 
-import Primitives
 public import CoreMetrics
 public import FleetEngineMessages
 public import Logging
+import Primitives
 import ProtoWire
 public import Tracing
 

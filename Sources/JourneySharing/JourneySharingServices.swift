@@ -1,9 +1,9 @@
 // Sources/JourneySharing/JourneySharingServices.swift - the entry point and the trip service
 
-import Primitives
 import CoreMetrics
 public import GRPCProtocol
 import Logging
+import Primitives
 import Synchronization
 import UpdatePipeline
 

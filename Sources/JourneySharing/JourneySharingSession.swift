@@ -1,7 +1,7 @@
 // Sources/JourneySharing/JourneySharingSession.swift - the map's state of a followed trip, without a map
 
-import Primitives
 public import FleetEngineMessages
+import Primitives
 import Synchronization
 
 /// The state a journey-sharing map would show for one trip, kept up to date from

@@ -168,7 +168,8 @@ public final class ServiceAccountTokenProvider: AuthorizationProvider, CustomStr
       issuedAt: issuedAt, authorization: ["tripid": .string(tripID)])
     let token: String
     do {
-      token = try JSONWebToken.sign(claims: claims, key: .rs256(privateKeyPEM: key.privateKeyPEM), keyID: key.privateKeyID)
+      token = try JSONWebToken.sign(
+        claims: claims, key: .rs256(privateKeyPEM: key.privateKeyPEM), keyID: key.privateKeyID)
     } catch {
       throw ServiceAccountKeyError(message: "signing a token failed: \(error.message)")
     }

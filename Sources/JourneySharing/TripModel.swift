@@ -1,11 +1,10 @@
 // Sources/JourneySharing/TripModel.swift - one followed trip and its subscribers
 
-import Primitives
 public import FleetEngineMessages
 public import GRPCProtocol
+import Primitives
 import Synchronization
 import UpdatePipeline
-
 
 /// One trip to follow: the counterpart of the SDK's `GMTCTripModel`.
 ///

@@ -48,7 +48,8 @@ public protocol TripModelSubscriber: AnyObject, Sendable {
   /// and its code the gRPC status code. Following goes on (see ``TripModel``).
   func tripModel(_ tripModel: TripModel, didFailUpdateTripWithError error: (any Error)?)
   /// The intermediate destinations changed.
-  func tripModel(_ tripModel: TripModel, didUpdateIntermediateDestinations intermediateDestinations: [TerminalLocation]?)
+  func tripModel(
+    _ tripModel: TripModel, didUpdateIntermediateDestinations intermediateDestinations: [TerminalLocation]?)
   /// The traffic on the active route changed.
   func tripModel(_ tripModel: TripModel, didUpdateActiveRouteTraffic activeRouteTraffic: ConsumableTrafficPolyline?)
   /// The ETA to the next waypoint changed (Unix seconds).
@@ -58,7 +59,8 @@ public protocol TripModelSubscriber: AnyObject, Sendable {
   /// The route after the next waypoint changed.
   func tripModel(_ tripModel: TripModel, didUpdateRemainingRoute remainingRoute: [LatLng]?)
   /// The traffic on the route after the next waypoint changed.
-  func tripModel(_ tripModel: TripModel, didUpdateRemainingRouteTraffic remainingRouteTraffic: ConsumableTrafficPolyline?)
+  func tripModel(
+    _ tripModel: TripModel, didUpdateRemainingRouteTraffic remainingRouteTraffic: ConsumableTrafficPolyline?)
 }
 
 extension TripModelSubscriber {
@@ -68,7 +70,9 @@ extension TripModelSubscriber {
     _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
   ) {}
   public func tripModel(_ tripModel: TripModel, didUpdate tripStatus: TripStatus) {}
-  public func tripModel(_ tripModel: TripModel, didUpdateActiveRouteRemainingDistance activeRouteRemainingDistance: Int32) {}
+  public func tripModel(
+    _ tripModel: TripModel, didUpdateActiveRouteRemainingDistance activeRouteRemainingDistance: Int32
+  ) {}
   public func tripModel(_ tripModel: TripModel, didUpdateActiveRoute activeRoute: [LatLng]?) {}
   public func tripModel(_ tripModel: TripModel, didUpdate vehicleLocation: VehicleLocation?) {}
   public func tripModel(_ tripModel: TripModel, didUpdatePickupLocation pickupLocation: TerminalLocation?) {}
@@ -80,7 +84,9 @@ extension TripModelSubscriber {
   public func tripModel(
     _ tripModel: TripModel, didUpdateIntermediateDestinations intermediateDestinations: [TerminalLocation]?
   ) {}
-  public func tripModel(_ tripModel: TripModel, didUpdateActiveRouteTraffic activeRouteTraffic: ConsumableTrafficPolyline?) {}
+  public func tripModel(
+    _ tripModel: TripModel, didUpdateActiveRouteTraffic activeRouteTraffic: ConsumableTrafficPolyline?
+  ) {}
   public func tripModel(_ tripModel: TripModel, didUpdateETAToNextWaypoint nextWaypointETA: Double) {}
   public func tripModel(_ tripModel: TripModel, didUpdateRemainingRouteDistance remainingRouteDistance: Int32) {}
   public func tripModel(_ tripModel: TripModel, didUpdateRemainingRoute remainingRoute: [LatLng]?) {}
@@ -116,11 +122,13 @@ extension TripModelSubscriber {
     }
     guard
       each(.tripStatus, { tripModel(model, didUpdate: snapshot.tripStatus) }),
-      each(.remainingDistanceOfActiveRouteInMeters, {
-        if let meters = snapshot.activeRouteRemainingDistance {
-          tripModel(model, didUpdateActiveRouteRemainingDistance: meters)
-        }
-      }),
+      each(
+        .remainingDistanceOfActiveRouteInMeters,
+        {
+          if let meters = snapshot.activeRouteRemainingDistance {
+            tripModel(model, didUpdateActiveRouteRemainingDistance: meters)
+          }
+        }),
       each(.activeRoute, { tripModel(model, didUpdateActiveRoute: snapshot.activeRoute) }),
       each(.routeLastVehicleLocation, { tripModel(model, didUpdate: snapshot.vehicleLocation) }),
       each(.pickupLocation, { tripModel(model, didUpdatePickupLocation: snapshot.pickupLocation) }),
@@ -128,20 +136,28 @@ extension TripModelSubscriber {
       each(.pickupETA, { if let eta = snapshot.pickupETA { tripModel(model, didUpdatePickupETA: eta) } }),
       each(.dropoffETA, { if let eta = snapshot.dropoffETA { tripModel(model, didUpdateDropoffETA: eta) } }),
       each(.remainingWaypoints, { tripModel(model, didUpdateRemaining: snapshot.remainingWaypoints) }),
-      each(.intermediateDestinations, {
-        tripModel(model, didUpdateIntermediateDestinations: snapshot.intermediateDestinations)
-      }),
+      each(
+        .intermediateDestinations,
+        {
+          tripModel(model, didUpdateIntermediateDestinations: snapshot.intermediateDestinations)
+        }),
       each(.activeRouteTraffic, { tripModel(model, didUpdateActiveRouteTraffic: snapshot.activeRouteTraffic) }),
-      each(.etaToNextWaypoint, {
-        if let eta = snapshot.etaToNextWaypoint { tripModel(model, didUpdateETAToNextWaypoint: eta) }
-      }),
-      each(.distanceOfRemainingRouteInMeters, {
-        if let meters = snapshot.remainingRouteDistance { tripModel(model, didUpdateRemainingRouteDistance: meters) }
-      }),
+      each(
+        .etaToNextWaypoint,
+        {
+          if let eta = snapshot.etaToNextWaypoint { tripModel(model, didUpdateETAToNextWaypoint: eta) }
+        }),
+      each(
+        .distanceOfRemainingRouteInMeters,
+        {
+          if let meters = snapshot.remainingRouteDistance { tripModel(model, didUpdateRemainingRouteDistance: meters) }
+        }),
       each(.remainingRoute, { tripModel(model, didUpdateRemainingRoute: snapshot.remainingRoute) }),
-      each(.remainingRouteTraffic, {
-        tripModel(model, didUpdateRemainingRouteTraffic: snapshot.remainingRouteTraffic)
-      })
+      each(
+        .remainingRouteTraffic,
+        {
+          tripModel(model, didUpdateRemainingRouteTraffic: snapshot.remainingRouteTraffic)
+        })
     else { return }
   }
 }

@@ -165,7 +165,9 @@ public final class TripSnapshot: @unchecked Sendable {
     if trip.lastLocation != nil { fields.insert(.routeLastVehicleLocation) }
     if trip.numberOfPassengers != 0 { fields.insert(.numberOfPassengers) }
     if !trip.remainingWaypoints.isEmpty { fields.insert(.remainingWaypoints) }
-    if !trip.intermediateDestinations.isEmpty { fields.insert([.intermediateDestinations, .intermediateDestinationIndex]) }
+    if !trip.intermediateDestinations.isEmpty {
+      fields.insert([.intermediateDestinations, .intermediateDestinationIndex])
+    }
     if activeRouteRemainingDistance != nil { fields.insert(.remainingDistanceOfActiveRouteInMeters) }
     if remainingRouteDistance != nil { fields.insert(.distanceOfRemainingRouteInMeters) }
     if !activeRoute.isEmpty { fields.insert(.activeRoute) }

@@ -5,9 +5,8 @@
 // it is registered before the message is handed to libnats and removed when the outcome is known, so an
 // address can only be reused after its entry is gone.
 
-internal import Primitives
-
 internal import CNATS
+internal import Primitives
 
 /// The outcomes of one ``JetStream/publish(batch:timeout:)`` call, filled in as acks arrive.
 final class PublishBatch: Sendable {

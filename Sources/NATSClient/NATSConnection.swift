@@ -1,9 +1,8 @@
 // Sources/NATSClient/NATSConnection.swift - a connection to a NATS server or cluster, its events, core publish/subscribe
 
-internal import Primitives
-
 internal import CNATS
 package import Logging
+internal import Primitives
 
 #if canImport(Glibc)
   import Glibc

@@ -32,7 +32,9 @@ package final class Locked<Value>: @unchecked Sendable {
 
   /// Runs `body` with exclusive access to the value.
   @inline(__always)
-  package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+  package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure)
+    -> Result
+  {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
     return try body(&value)

@@ -77,7 +77,8 @@ public struct WireDecodingError: Error, Sendable, Hashable, CustomStringConverti
     case .messageTooLarge(let size, let limit): what = "message of \(size) bytes exceeds the limit of \(limit)"
     case .unmatchedEndGroup(let field): what = "end of group \(field) without its start"
     case .unterminatedGroup(let field): what = "group \(field) not terminated"
-    case .malformedPackedField(let field): what = "packed field \(field) has a length that is not a multiple of its element size"
+    case .malformedPackedField(let field):
+      what = "packed field \(field) has a length that is not a multiple of its element size"
     case .elementLimitExceeded(let field, let limit, let budget):
       what = "repeated field \(field) exceeds the limit of \(limit) elements (\(budget))"
     }

@@ -295,7 +295,8 @@ extension WireReader {
 
   /// Reads a repeated enum field, packed or unpacked; unknown values are kept.
   @inlinable
-  public mutating func readRepeatedEnum<E: ProtoEnum>(_ tag: FieldTag, into values: inout [E]) throws(WireDecodingError) {
+  public mutating func readRepeatedEnum<E: ProtoEnum>(_ tag: FieldTag, into values: inout [E]) throws(WireDecodingError)
+  {
     try readRepeated(tag, elementWireType: .varint, into: &values) { (r) throws(WireDecodingError) in
       E(rawValue: Int32(truncatingIfNeeded: try r.readRawVarint()))
     }

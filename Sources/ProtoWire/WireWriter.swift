@@ -56,7 +56,8 @@ public struct WireWriter {
   public mutating func writeRawBytes(_ bytes: UnsafeRawBufferPointer) {
     guard bytes.count > 0 else { return }
     precondition(buffer.count - written >= bytes.count, "WireWriter overflow")
-    (buffer.baseAddress.unsafelyUnwrapped + written).copyMemory(from: bytes.baseAddress.unsafelyUnwrapped, byteCount: bytes.count)
+    (buffer.baseAddress.unsafelyUnwrapped + written).copyMemory(
+      from: bytes.baseAddress.unsafelyUnwrapped, byteCount: bytes.count)
     _written += bytes.count
   }
 

@@ -89,10 +89,12 @@ package final class MetricsHTTPServer: Sendable {
   /// Stops serving: the listener closes and the thread ends (after the request it may be answering).
   /// Safe to call more than once.
   package func stop() {
-    guard let tid = thread.withLock({ current -> pthread_t? in
-      defer { current = nil }
-      return current
-    }) else { return }
+    guard
+      let tid = thread.withLock({ current -> pthread_t? in
+        defer { current = nil }
+        return current
+      })
+    else { return }
     var one: UInt8 = 1
     _ = write(wakeWriteFD, &one, 1)
     pthread_join(tid, nil)
@@ -194,7 +196,8 @@ private final class AcceptLoop: Sendable {
       close(wakeReadFD)
     }
     var fds = [
-      pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0),
     ]
     while true {
       fds[0].revents = 0

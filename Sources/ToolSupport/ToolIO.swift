@@ -2,7 +2,6 @@
 
 import Primitives
 
-
 #if canImport(Glibc)
   import Glibc
 #endif

@@ -1,6 +1,5 @@
 // Sources/fleetsim/FleetSimCommand.swift - `fleetsim`: run the simulated Fleet Engine
 
-import Primitives
 import ArgumentParser
 import CLinuxSystem
 import CoreMetrics
@@ -9,6 +8,7 @@ import FleetSim
 import GRPCProtocol
 import HTTP2Transport
 import Logging
+import Primitives
 import Prometheus
 import ServiceLifecycle
 import ToolSupport
@@ -181,7 +181,9 @@ struct FleetSimCommand: AsyncParsableCommand {
       throw ValidationError("--provider must be a valid provider ID (lowercase letters, digits, hyphens)")
     }
     _ = try Self.hostAndPort(listen)
-    guard loadRate == nil || !loadSaturate else { throw ValidationError("give --load-rate or --load-saturate, not both") }
+    guard loadRate == nil || !loadSaturate else {
+      throw ValidationError("give --load-rate or --load-saturate, not both")
+    }
     if let loadRate, !(loadRate > 0 && loadRate.isFinite) { throw ValidationError("--load-rate must be > 0") }
     guard maxConcurrentStreams > 0 else { throw ValidationError("--max-concurrent-streams must be > 0") }
     guard maxConnections > 0 else { throw ValidationError("--max-connections must be > 0") }
@@ -278,7 +280,8 @@ struct FleetSimCommand: AsyncParsableCommand {
     if let duration {
       services.append(
         ServiceGroupConfiguration.ServiceConfiguration(
-          service: DurationService(duration: Self.seconds(duration)), successTerminationBehavior: .gracefullyShutdownGroup))
+          service: DurationService(duration: Self.seconds(duration)),
+          successTerminationBehavior: .gracefullyShutdownGroup))
     }
     var logger = Logger(label: "fleetsim")
     logger.logLevel = .notice

@@ -1,9 +1,9 @@
 // Sources/fleetsim/TokenCommand.swift - `fleetsim token`: a JWT a fleetsim with the same key accepts
 
-import Primitives
 import ArgumentParser
 import FleetEngineMessages
 import JSONWebToken
+import Primitives
 import ToolSupport
 
 struct TokenCommand: AsyncParsableCommand {
@@ -75,9 +75,11 @@ struct TokenCommand: AsyncParsableCommand {
     var key: JWTSigningKey
     var kid: String?
     var subject = issuer ?? "fleetsim@localhost"
-    if let jwtSecret { key = .hs256(secret: Array(jwtSecret.utf8)) }
-    else if let jwtSecretFile { key = .hs256(secret: try readSecret(jwtSecretFile, option: "--jwt-secret-file")) }
-    else if let jwtPrivateKey {
+    if let jwtSecret {
+      key = .hs256(secret: Array(jwtSecret.utf8))
+    } else if let jwtSecretFile {
+      key = .hs256(secret: try readSecret(jwtSecretFile, option: "--jwt-secret-file"))
+    } else if let jwtPrivateKey {
       guard let pem = readText(path: jwtPrivateKey) else {
         throw ToolFailure(.invalidInput, "cannot read --jwt-private-key \(jwtPrivateKey)")
       }

@@ -1,6 +1,5 @@
 // Sources/tripwatch/Demo.swift - `tripwatch demo`: follow trips on an embedded FleetSim
 
-import Primitives
 import ArgumentParser
 import CLinuxSystem
 import FleetEngineMessages
@@ -9,6 +8,7 @@ import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
 import Logging
+import Primitives
 import Synchronization
 import ToolSupport
 
@@ -93,7 +93,10 @@ struct Demo: AsyncParsableCommand {
         // Plain lines: one per trip whose status changed, so logs stay readable.
         let lines = rows.map { DemoView.row($0) }
         for (index, row) in rows.enumerated()
-        where lastPlain.count != rows.count || !lastPlain[index].hasPrefix(DemoView.padded(row.name, 12) + " " + DemoView.padded(row.status.protoName, 36)) {
+        where lastPlain.count != rows.count
+          || !lastPlain[index].hasPrefix(
+            DemoView.padded(row.name, 12) + " " + DemoView.padded(row.status.protoName, 36))
+        {
           print(lines[index])
         }
         lastPlain = lines

@@ -1,6 +1,5 @@
 // Sources/tripwatch/Follow.swift - `tripwatch follow`: follow trips with the consumer API
 
-import Primitives
 import ArgumentParser
 import CLinuxSystem
 import CoreMetrics
@@ -9,6 +8,7 @@ import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
 import Logging
+import Primitives
 import Prometheus
 import ServiceLifecycle
 import Synchronization
@@ -114,7 +114,8 @@ struct Follow: AsyncParsableCommand {
         throw ToolFailure(.invalidInput, message)
       }
       if let provider, parsed.providerID != provider {
-        let message = "trip names of more than one provider (\(provider), \(parsed.providerID)): follow one provider per run"
+        let message =
+          "trip names of more than one provider (\(provider), \(parsed.providerID)): follow one provider per run"
         output.error(trip: name, GRPCError(code: .invalidArgument, message: message), always: true)
         throw ToolFailure(.invalidInput, message)
       }
@@ -334,7 +335,8 @@ final class FollowTracker: TripModelSubscriber {
   }
 
   func tripModel(_ tripModel: TripModel, didUpdateActiveRouteRemainingDistance activeRouteRemainingDistance: Int32) {
-    output.emit(tripModel.tripName, "activeRouteRemainingDistance", [("meters", .int(Int(activeRouteRemainingDistance)))])
+    output.emit(
+      tripModel.tripName, "activeRouteRemainingDistance", [("meters", .int(Int(activeRouteRemainingDistance)))])
   }
 
   func tripModel(_ tripModel: TripModel, didUpdateActiveRoute activeRoute: [LatLng]?) {
@@ -378,7 +380,9 @@ final class FollowTracker: TripModelSubscriber {
     output.emit(tripModel.tripName, "remainingWaypoints", [("waypoints", .array(waypoints))])
   }
 
-  func tripModel(_ tripModel: TripModel, didUpdateIntermediateDestinations intermediateDestinations: [TerminalLocation]?) {
+  func tripModel(
+    _ tripModel: TripModel, didUpdateIntermediateDestinations intermediateDestinations: [TerminalLocation]?
+  ) {
     output.emit(
       tripModel.tripName, "intermediateDestinations",
       [("locations", .array((intermediateDestinations ?? []).map { FollowOutput.location($0) }))])
@@ -403,7 +407,8 @@ final class FollowTracker: TripModelSubscriber {
   func tripModel(
     _ tripModel: TripModel, didUpdateRemainingRouteTraffic remainingRouteTraffic: ConsumableTrafficPolyline?
   ) {
-    output.emit(tripModel.tripName, "remainingRouteTraffic", [("intervals", FollowOutput.traffic(remainingRouteTraffic))])
+    output.emit(
+      tripModel.tripName, "remainingRouteTraffic", [("intervals", FollowOutput.traffic(remainingRouteTraffic))])
   }
 }
 

@@ -86,7 +86,9 @@ struct RawCall: AsyncParsableCommand {
         guard let raw = bytes(fromHex: value) else { throw ValidationError("-H \(name): give -bin values in hex") }
         metadata.add(name, binary: raw)
       } else {
-        guard GRPCMetadata.isValidASCIIValue(value) else { throw ValidationError("-H \(name): value must be printable ASCII") }
+        guard GRPCMetadata.isValidASCIIValue(value) else {
+          throw ValidationError("-H \(name): value must be printable ASCII")
+        }
         metadata.add(name, value)
       }
     }
@@ -177,15 +179,16 @@ struct RawCall: AsyncParsableCommand {
     }
     var members: [(String, JSONValue)] = []
     if let callIndex { members.append(("call", .int(callIndex))) }
-    members.append((
-      "status",
-      .object([
-        ("code", .int(result.status.code.rawValue)),
-        ("name", .string(result.status.code.name)),
-        ("message", .string(result.status.message)),
-        ("domain", .string(GRPCError.errorDomain)),
-      ])
-    ))
+    members.append(
+      (
+        "status",
+        .object([
+          ("code", .int(result.status.code.rawValue)),
+          ("name", .string(result.status.code.name)),
+          ("message", .string(result.status.message)),
+          ("domain", .string(GRPCError.errorDomain)),
+        ])
+      ))
     members.append(("headers", metadataJSON(result.headers)))
     members.append(("trailers", metadataJSON(result.trailers)))
     print(JSONValue.object(members).rendered)

@@ -130,7 +130,9 @@ struct EncodedPolylineTests {
     var random = PolylineTestRandom(state: 11)
     for count in [0, 1, 2, 17, 1_000] {
       let points = (0..<count).map { _ in
-        LatLng(latitude: Double.random(in: -90...90, using: &random), longitude: Double.random(in: -180...180, using: &random))
+        LatLng(
+          latitude: Double.random(in: -90...90, using: &random),
+          longitude: Double.random(in: -180...180, using: &random))
       }
       let encoded = EncodedPolyline.encode(points)
       #expect(EncodedPolyline.pointCount(encoded) == count)

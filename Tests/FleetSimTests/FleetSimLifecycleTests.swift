@@ -351,7 +351,10 @@ struct FleetSimLifecycleTests {
         path: FleetEngineMethods.unaryGetTrip, request: request.serializedBytes(), options: callOptions)
     }
     sim.sendGoAway()
-    #expect(await pollUntil { metrics.counterTotal(label: "fleetsim_faults_injected_total", dimensions: [("fault", "goaway")]) == 1 })
+    #expect(
+      await pollUntil {
+        metrics.counterTotal(label: "fleetsim_faults_injected_total", dimensions: [("fault", "goaway")]) == 1
+      })
     #expect(metrics.counterTotal(label: "fleetsim_faults_injected_total", dimensions: [("fault", "status")]) == 4)
     #expect(metrics.counterTotal(label: "fleetsim_faults_injected_total", dimensions: [("fault", "reset")]) == 0)
     #expect(

@@ -247,7 +247,8 @@ struct FleetSimServiceTests {
         #expect(trip.view == .journeySharingV1S)
         #expect(
           trip.tripStatus == early.tripStatus || trip.tripStatus == late.tripStatus,
-          "trip \(index): \(trip.tripStatus.protoName), simulated \(early.tripStatus.protoName)…\(late.tripStatus.protoName)")
+          "trip \(index): \(trip.tripStatus.protoName), simulated \(early.tripStatus.protoName)…\(late.tripStatus.protoName)"
+        )
         // What does not depend on the moment is exactly the simulator's.
         #expect(trip.pickupPoint == early.pickupPoint)
         #expect(trip.dropoffPoint == early.dropoffPoint)
@@ -401,7 +402,8 @@ struct FleetSimServiceTests {
     let plan = planner.plan(index: index)
     /// What the client holds: the response of 30 s before the vehicle reached the pickup.
     func held(_ fixture: SimFixture, _ format: PolylineFormatType = .latLngListType) -> Trip {
-      let held = fixture.simulator.trip(index: index, atSimulatedSeconds: plan.stops[0].arrival - 30, routeFormat: format)
+      let held = fixture.simulator.trip(
+        index: index, atSimulatedSeconds: plan.stops[0].arrival - 30, routeFormat: format)
       #expect(held.tripStatus == .enrouteToPickup && !held.remainingWaypoints.isEmpty)
       return held
     }
@@ -572,7 +574,8 @@ struct FleetSimServiceTests {
       let forTrip1 = bearer(try hs256Token(tripID: "trip-1"))
       let forTrip2 = bearer(try hs256Token(tripID: "trip-2"))
       let forAll = bearer(try hs256Token(tripID: "*"))
-      let wrongSecretToken = try hs256Token(tripID: "trip-1", secret: Array("another-secret-of-at-least-32-bytes!!".utf8))
+      let wrongSecretToken = try hs256Token(
+        tripID: "trip-1", secret: Array("another-secret-of-at-least-32-bytes!!".utf8))
       let expired = bearer(try hs256Token(tripID: "trip-1", expiresIn: -3600))
       let noTripClaim = bearer(try hs256Token(tripID: nil))
 
@@ -768,11 +771,15 @@ struct FleetSimServiceTests {
     }
     #expect(first == second)
     // A later server with the same flags serves them too; another seed serves other trips.
-    let third = try await SimFixture.with(configuration) { c in try await c.getTripBytes(c.simulator.tripName(index: 3)).get() }
+    let third = try await SimFixture.with(configuration) { c in
+      try await c.getTripBytes(c.simulator.tripName(index: 3)).get()
+    }
     #expect(third == first[1])
     var reseeded = configuration
     reseeded.simulation.seed = serviceSeed + 1
-    let other = try await SimFixture.with(reseeded) { c in try await c.getTripBytes(c.simulator.tripName(index: 3)).get() }
+    let other = try await SimFixture.with(reseeded) { c in
+      try await c.getTripBytes(c.simulator.tripName(index: 3)).get()
+    }
     #expect(other != first[1])
   }
 }

@@ -16,7 +16,8 @@ struct RedactionTests {
     return ["\(value)", String(describing: value), String(reflecting: value), dumped]
   }
 
-  @Test("authorization and the other credential names are redacted in description, debugDescription, dump and CallOptions")
+  @Test(
+    "authorization and the other credential names are redacted in description, debugDescription, dump and CallOptions")
   func credentialsAreRedacted() {
     let sensitive = [
       "authorization", "Authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-goog-api-key",
@@ -27,7 +28,8 @@ struct RedactionTests {
       metadata.add(name, "Bearer " + Self.token)
       #expect(GRPCMetadata.isSensitive(name))
       let options = CallOptions(metadata: metadata)
-      let head = GRPCRequestHead(path: "/a.B/C", authority: "example.com", scheme: "https", timeout: nil, metadata: metadata)
+      let head = GRPCRequestHead(
+        path: "/a.B/C", authority: "example.com", scheme: "https", timeout: nil, metadata: metadata)
       for text in Self.renderings(metadata) + Self.renderings(options) + Self.renderings(head) {
         #expect(!text.contains(Self.token), "\(name): \(text)")
         #expect(!text.contains("c2lnbmF0dXJl"), "\(name): \(text)")

@@ -27,19 +27,24 @@ struct HeaderListLimitTests {
 
     // 200 fields of 100 bytes: about 26 KiB, each one entered into the HPACK dynamic table.
     // (nghttp2 sends at most 64 KiB of header block, so the no-limit case below stays under that.)
-    let big = [field(":status", "200"), field("content-type", "application/grpc")]
+    let big =
+      [field(":status", "200"), field("content-type", "application/grpc")]
       + Self.manyFields(200, size: 100, tag: "big")
     try pair.server.submitHeaders(streamID: first, headers: big, endStream: false)
     try pair.pump()
     let events = pair.clientEvents.events(on: first)
-    #expect(events == [.headerListRefused(size: Self.listSize(big), limit: 16 * 1024, stream: first), .closed(first, .cancel)])
+    #expect(
+      events == [
+        .headerListRefused(size: Self.listSize(big), limit: 16 * 1024, stream: first), .closed(first, .cancel),
+      ])
     #expect(pair.serverEvents.closes.contains { $0 == (first, .cancel) })
 
     // The same fields again (now HPACK-indexed on both sides) and a small block: decoded exactly,
     // so the client's HPACK table did not fall out of step with the server's.
     let second = try pair.client.submitRequest(headers: requestHeaders(), body: nil, endStream: true)
     try pair.pump()
-    let small = [field(":status", "200"), field("content-type", "application/grpc")]
+    let small =
+      [field(":status", "200"), field("content-type", "application/grpc")]
       + Array(big[2..<40])
     try pair.server.submitHeaders(streamID: second, headers: small, endStream: true)
     try pair.pump()
@@ -72,7 +77,8 @@ struct HeaderListLimitTests {
     let id = try pair.client.submitRequest(headers: headers, body: nil, endStream: true)
     try pair.pump()
     #expect(pair.serverEvents.headerBlocks.isEmpty)
-    #expect(pair.serverEvents.events.contains(.headerListRefused(size: Self.listSize(headers), limit: 4096, stream: id)))
+    #expect(
+      pair.serverEvents.events.contains(.headerListRefused(size: Self.listSize(headers), limit: 4096, stream: id)))
     #expect(pair.clientEvents.closes.contains { $0 == (id, .enhanceYourCalm) })
   }
 
@@ -82,7 +88,9 @@ struct HeaderListLimitTests {
     let baseSize = Self.listSize(base)
     // One field that brings the list to exactly 16,384 bytes.
     let filler = field("x-fill", String(repeating: "f", count: 16 * 1024 - baseSize - 32 - "x-fill".utf8.count))
-    for (limit, headers) in [(UInt32?(16 * 1024), base + [filler]), (nil, base + Self.manyFields(150, size: 200, tag: "huge"))] {
+    for (limit, headers) in [
+      (UInt32?(16 * 1024), base + [filler]), (nil, base + Self.manyFields(150, size: 200, tag: "huge")),
+    ] {
       let pair = try SessionPair(client: HTTP2Settings(maxHeaderListSize: limit))
       let id = try pair.client.submitRequest(headers: requestHeaders(), body: nil, endStream: true)
       try pair.pump()

@@ -19,7 +19,8 @@ struct BackoffTests {
 
   @Test("a custom schedule doubles from 50 ms up to 400 ms")
   func customSchedule() {
-    let backoff = ConnectionBackoff(initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0.2, maxBackoff: .milliseconds(400))
+    let backoff = ConnectionBackoff(
+      initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0.2, maxBackoff: .milliseconds(400))
     let delays = (1...7).map { seconds(backoff.baseDelay(retry: $0)) }
     let expected = [0.05, 0.1, 0.2, 0.4, 0.4, 0.4, 0.4]
     #expect(zip(delays, expected).allSatisfy { abs($0 - $1) < 1e-9 }, "\(delays)")
@@ -41,14 +42,16 @@ struct BackoffTests {
 
   @Test("the same seed gives the same delays; no jitter gives the base delay")
   func seededAndUnjittered() {
-    let backoff = ConnectionBackoff(initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0.2, maxBackoff: .milliseconds(400))
+    let backoff = ConnectionBackoff(
+      initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0.2, maxBackoff: .milliseconds(400))
     var first = SplitMix64(seed: 1234)
     var second = SplitMix64(seed: 1234)
     let a = (1...10).map { backoff.delay(retry: $0, using: &first) }
     let b = (1...10).map { backoff.delay(retry: $0, using: &second) }
     #expect(a == b)
 
-    let flat = ConnectionBackoff(initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0, maxBackoff: .milliseconds(400))
+    let flat = ConnectionBackoff(
+      initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0, maxBackoff: .milliseconds(400))
     var generator = SplitMix64(seed: 99)
     for retry in 1...8 {
       #expect(flat.delay(retry: retry, using: &generator) == flat.baseDelay(retry: retry))
@@ -96,7 +99,8 @@ struct BackoffTests {
     for (index, delay) in stats.recentBackoffDelays.enumerated() {
       let base = seconds(backoff.baseDelay(retry: index + 1))
       let value = seconds(delay)
-      #expect(value >= base * 0.8 - 1e-9 && value <= base * 1.2 + 1e-9, "retry \(index + 1): \(value) s, base \(base) s")
+      #expect(
+        value >= base * 0.8 - 1e-9 && value <= base * 1.2 + 1e-9, "retry \(index + 1): \(value) s, base \(base) s")
       #expect(value <= 0.4 * 1.2 + 1e-9)
     }
     await channel.shutdown()
@@ -109,7 +113,8 @@ struct BackoffTests {
     defer { reserved.release() }
     let port = reserved.port
 
-    let backoff = ConnectionBackoff(initialBackoff: .milliseconds(20), multiplier: 1, jitter: 0, maxBackoff: .milliseconds(20))
+    let backoff = ConnectionBackoff(
+      initialBackoff: .milliseconds(20), multiplier: 1, jitter: 0, maxBackoff: .milliseconds(20))
     let channel = try GRPCChannel(
       host: "127.0.0.1", port: port, configuration: GRPCChannelConfiguration(security: .plaintext, backoff: backoff))
     #expect(await unaryError(channel, path: Method.unary)?.code == .unavailable)

@@ -242,9 +242,13 @@ struct GarbageCase: Sendable, CustomTestStringConvertible {
     GarbageCase(name: "an HTTP/1.1 request", bytes: Array("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)),
     GarbageCase(name: "random bytes", bytes: randomBytes(count: 4096, seed: 42)),
     // DATA on stream 0 is a connection error (PROTOCOL_ERROR).
-    GarbageCase(name: "the preface, then DATA on stream 0", bytes: preface + emptySettings + [0, 0, 4, 0x0, 0, 0, 0, 0, 0, 1, 2, 3, 4]),
+    GarbageCase(
+      name: "the preface, then DATA on stream 0",
+      bytes: preface + emptySettings + [0, 0, 4, 0x0, 0, 0, 0, 0, 0, 1, 2, 3, 4]),
     // A frame longer than the 16 KiB SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR).
-    GarbageCase(name: "the preface, then an oversized frame", bytes: preface + emptySettings + [0xFF, 0xFF, 0xFF, 0x0, 0, 0, 0, 0, 1]),
+    GarbageCase(
+      name: "the preface, then an oversized frame",
+      bytes: preface + emptySettings + [0xFF, 0xFF, 0xFF, 0x0, 0, 0, 0, 0, 1]),
   ]
 
   static func randomBytes(count: Int, seed: UInt64) -> [UInt8] {

@@ -40,7 +40,9 @@ struct LimitTests {
     }
   }
 
-  @Test("request metadata above the server's 16 KiB limit: the service never sees the call, the client gets RESOURCE_EXHAUSTED")
+  @Test(
+    "request metadata above the server's 16 KiB limit: the service never sees the call, the client gets RESOURCE_EXHAUSTED"
+  )
   func oversizedRequestHeadersAreRefused() async throws {
     try await Fixture.with { fixture in
       var metadata = GRPCMetadata()

@@ -91,7 +91,8 @@ struct TargetTests {
   @Test("a channel made from an invalid target string throws INVALID_ARGUMENT")
   func channelRejectsBadTarget() {
     #expect(throws: GRPCError.self) {
-      _ = try GRPCChannel(target: "ipv4:not-an-address:1", configuration: GRPCChannelConfiguration(security: .plaintext))
+      _ = try GRPCChannel(
+        target: "ipv4:not-an-address:1", configuration: GRPCChannelConfiguration(security: .plaintext))
     }
   }
 }
@@ -350,7 +351,8 @@ struct LoadSpreadingTests {
     #expect(await Self.warmUp(channel, set))
     let responses = (0..<8).map { _ in channel.serverStreaming(path: Method.held, request: []) }
     #expect(await eventually { await set.openCalls() == [4, 4] })
-    #expect(await channel.stats().connectionsPerAddress == ["127.0.0.1:\(set.ports[0])": 1, "[::1]:\(set.ports[0])": 1])
+    #expect(
+      await channel.stats().connectionsPerAddress == ["127.0.0.1:\(set.ports[0])": 1, "[::1]:\(set.ports[0])": 1])
     for service in set.services { service.releaseHeld() }
     for response in responses { #expect(await drain(response) == .success(1)) }
     await channel.shutdown()
@@ -478,7 +480,8 @@ struct EventLoopGroupTests {
     #expect(group.loopCount == GRPCEventLoopGroup.coreCount)
     #expect(GRPCEventLoopGroup.coreCount == Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     group.shutdown()
-    let channel = try GRPCChannel(host: "127.0.0.1", port: 1, configuration: GRPCChannelConfiguration(security: .plaintext))
+    let channel = try GRPCChannel(
+      host: "127.0.0.1", port: 1, configuration: GRPCChannelConfiguration(security: .plaintext))
     #expect(channel.schedulers.count == 1)
   }
 

@@ -176,5 +176,5 @@ extension PythonPeerTests {
         #expect(connection()?["client_sent_bytes"] as? Int == 0)
       }
     }
-}
+  }
 }

@@ -31,7 +31,8 @@ extension PythonPeerTests {
     }
 
     @Test(
-      "bidirectional: each request's response arrives before the next request is written", arguments: Transport.allCases)
+      "bidirectional: each request's response arrives before the next request is written", arguments: Transport.allCases
+    )
     func pingPong(transport: Transport) async throws {
       try await GRPCIOFixture.with(transport) { fixture in
         let call = fixture.channel.makeStreamingCall(path: service + "FullDuplexCall")
@@ -207,7 +208,8 @@ extension PythonPeerTests {
           request: Proto.simpleRequest(responseSize: 10, payloadSize: 50_000, expectCompressed: true),
           options: options)
         #expect(Proto.payloadSize(unary.message) == 10)
-        let streamed = try await fixture.channel.clientStreaming(path: service + "StreamingInputCall", options: options) {
+        let streamed = try await fixture.channel.clientStreaming(path: service + "StreamingInputCall", options: options)
+        {
           writer in
           #expect(writer.compression == algorithm)
           try await writer.write(Proto.inputRequest(size: 3_000, expectCompressed: true))

@@ -69,7 +69,8 @@ struct StreamingTests {
   @Test("1000 messages arrive in order through the AsyncSequence")
   func asyncSequence() async throws {
     try await Fixture.with { fixture in
-      let response = fixture.channel.serverStreaming(path: Method.stream, request: StreamSpec(count: 1000, size: 100).encoded)
+      let response = fixture.channel.serverStreaming(
+        path: Method.stream, request: StreamSpec(count: 1000, size: 100).encoded)
       var indexes: [Int] = []
       for try await message in response {
         #expect(message.count == 100)

@@ -53,7 +53,8 @@ struct TLSTests {
     "TLS verification failures end UNAVAILABLE, bridged to NSError io.grpc 14",
     arguments: [
       BadTLSCase(description: "a CA that did not sign the certificate", trustOtherCA: true, serverNameOverride: nil),
-      BadTLSCase(description: "a name the certificate does not hold", trustOtherCA: false, serverNameOverride: "wrong.example"),
+      BadTLSCase(
+        description: "a name the certificate does not hold", trustOtherCA: false, serverNameOverride: "wrong.example"),
     ])
   func verificationFailure(_ badCase: BadTLSCase) async throws {
     let certificates = try TestCertificates()
@@ -68,7 +69,8 @@ struct TLSTests {
       let error = try #require(await unaryError(fixture.channel, path: Method.unary, request: [1]))
       #expect(error.code == .unavailable)
       #expect(error.message.contains("certificate verification"), "message: \(error.message)")
-      if case .certificateVerificationFailed? = error.cause as? ConnectionError {} else {
+      if case .certificateVerificationFailed? = error.cause as? ConnectionError {
+      } else {
         Issue.record("cause: \(String(describing: error.cause))")
       }
       let bridged = error as NSError
@@ -107,7 +109,8 @@ struct TLSTests {
     }
     try await Fixture.with(
       server: GRPCServerConfiguration(tls: certificates.selfSignedServerTLS),
-      channel: GRPCChannelConfiguration(security: .tls(TLSConfiguration(trustRoots: .caFile(certificates.selfSignedCertificateFile))))
+      channel: GRPCChannelConfiguration(
+        security: .tls(TLSConfiguration(trustRoots: .caFile(certificates.selfSignedCertificateFile))))
     ) { fixture in
       let response = try await fixture.channel.unary(path: Method.unary, request: [2])
       #expect(response.message == [2])
@@ -126,7 +129,8 @@ struct TLSTests {
     #expect(notices.first?.message.contains("plaintext") == true, "\(notices)")
     #expect(notices.first?.metadata.contains("target=127.0.0.1:1") == true, "\(notices)")
 
-    let tls = try GRPCChannel(host: "127.0.0.1", port: 1, configuration: GRPCChannelConfiguration(), logger: capture.logger("tls"))
+    let tls = try GRPCChannel(
+      host: "127.0.0.1", port: 1, configuration: GRPCChannelConfiguration(), logger: capture.logger("tls"))
     tls.close()
     #expect(capture.all.filter { $0.label == "tls" && $0.level >= .notice }.isEmpty, "\(capture.all)")
   }

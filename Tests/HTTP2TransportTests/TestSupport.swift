@@ -448,9 +448,17 @@ struct TestCertificates {
       .appendingPathComponent("http2transport-tests-\(UUID().uuidString)", isDirectory: true)
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    let caExtensions = ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]
-    try run(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=HTTP2Transport Test CA"] + caExtensions)
-    try run(["req", "-x509"] + ec + ["-keyout", "other-ca.key", "-out", "other-ca.pem", "-days", "2", "-subj", "/CN=Unrelated CA"] + caExtensions)
+    let caExtensions = [
+      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+    ]
+    try run(
+      ["req", "-x509"] + ec + [
+        "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=HTTP2Transport Test CA",
+      ] + caExtensions)
+    try run(
+      ["req", "-x509"] + ec + [
+        "-keyout", "other-ca.key", "-out", "other-ca.pem", "-days", "2", "-subj", "/CN=Unrelated CA",
+      ] + caExtensions)
     try run(["req", "-new"] + ec + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])
     try Data(
       """

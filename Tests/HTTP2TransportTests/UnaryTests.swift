@@ -66,7 +66,8 @@ struct UnaryTests {
       let status = GRPCStatus(code: failCase.code, message: failCase.message)
       let error = try #require(
         await unaryError(
-          fixture.channel, path: Method.fail, request: FailSpec.encode(status), options: CallOptions(metadata: metadata)))
+          fixture.channel, path: Method.fail, request: FailSpec.encode(status), options: CallOptions(metadata: metadata)
+        ))
       #expect(error.code == failCase.code)
       #expect(error.message == failCase.message)
       #expect(error.trailers.first("x-detail") == "more detail")

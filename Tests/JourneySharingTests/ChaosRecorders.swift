@@ -1,11 +1,11 @@
 // Tests/JourneySharingTests/ChaosRecorders.swift - subscribers that count what the chaos suite checks
 
-import Primitives
 import FleetEngineMessages
 import Foundation
 import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
+import Primitives
 import Synchronization
 
 /// The index of `providers/{p}/trips/trip-{i}`.
@@ -97,7 +97,9 @@ final class LeavingSubscriber: TripModelSubscriber {
   }
 
   func tripModel(_ tripModel: TripModel, didUpdate modelState: TripModelState) { callback() }
-  func tripModel(_ tripModel: TripModel, didUpdate trip: FleetEngineMessages.Trip?, updatedPropertyFields: TripPropertyFields) {
+  func tripModel(
+    _ tripModel: TripModel, didUpdate trip: FleetEngineMessages.Trip?, updatedPropertyFields: TripPropertyFields
+  ) {
     callback()
     seen.add(1, ordering: .relaxed)
   }

@@ -4,10 +4,10 @@
 // binary, or $FLEETSIM), so that "the server is killed" means SIGKILL and a restart on the same port,
 // over real sockets on 127.0.0.1.
 
-import Primitives
 import Foundation
 import HTTP2Transport
 import JourneySharing
+import Primitives
 import Synchronization
 import Testing
 

@@ -253,7 +253,9 @@ extension ChaosTests {
       // Two of the four delivery threads end up inside the blockers' callbacks.
       let blockers = [BlockingSubscriber(blockFor: .seconds(3)), BlockingSubscriber(blockFor: .seconds(3))]
       let ledger = TripLedger(tripCount: tripCount)
-      let models = (0..<tripCount).map { services.tripService.tripModel(forTripName: sim.simulator.tripName(index: $0)) }
+      let models = (0..<tripCount).map {
+        services.tripService.tripModel(forTripName: sim.simulator.tripName(index: $0))
+      }
       models[0].register(blockers[0])
       models[1].register(blockers[1])
       for model in models.dropFirst(2) { model.register(ledger) }
@@ -297,7 +299,9 @@ extension ChaosTests {
 
   @Test("Each client-error class is reported, retried with backoff, and updates resume when the server heals")
   func clientErrorClassesRecover() async throws {
-    let codes: [GRPCStatusCode] = [.invalidArgument, .notFound, .permissionDenied, .resourceExhausted, .unauthenticated]
+    let codes: [GRPCStatusCode] = [
+      .invalidArgument, .notFound, .permissionDenied, .resourceExhausted, .unauthenticated,
+    ]
     try await withRealTimeFleetSim(tripCount: 80, provider: "healing") { fixture in
       let (sim, services) = (fixture.sim, fixture.services)
       // 40 trips that are still under way when this test ends (the simulation runs in real time, 30 s in).
@@ -337,7 +341,9 @@ extension ChaosTests {
         #expect(resumed, "\(code.name): updates did not resume on every trip after the server healed")
         lines.append(
           "chaos: \(code.name): \(reported.count) of \(tripCount) trips saw it, \(calls) calls in "
-            + String(format: "%.1f s (backoff allows %d), updates resumed on every trip %.2f s after healing", failedFor, allowed, resumedAfter))
+            + String(
+              format: "%.1f s (backoff allows %d), updates resumed on every trip %.2f s after healing", failedFor,
+              allowed, resumedAfter))
       }
       #expect(ledger.domains == ["io.grpc"])
       for line in lines { print(line) }

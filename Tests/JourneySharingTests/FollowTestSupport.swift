@@ -5,7 +5,6 @@
 // JourneySharingServices with a small retry backoff. Tests run in parallel on few cores, so conditions are
 // awaited by polling with a bound, never by asserting how long something took.
 
-import Primitives
 import FleetEngineMessages
 import FleetSim
 import Foundation
@@ -14,6 +13,7 @@ import HTTP2Transport
 import JSONWebToken
 import JourneySharing
 import Logging
+import Primitives
 import ProtoWire
 import Synchronization
 import Testing

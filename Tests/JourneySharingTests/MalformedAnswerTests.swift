@@ -16,7 +16,8 @@ import Testing
 
 @Suite("Malformed answers (in memory)", .timeLimit(.minutes(2)))
 struct MalformedAnswerTests {
-  @Test("A response that is not a Trip (poll) or TripUpdate (stream): INTERNAL to subscribers, then the next answer is followed",
+  @Test(
+    "A response that is not a Trip (poll) or TripUpdate (stream): INTERNAL to subscribers, then the next answer is followed",
     arguments: [JourneySharingConfiguration.FetchMode.stream, .poll])
   func malformedProtobuf(mode: JourneySharingConfiguration.FetchMode) async throws {
     let valid = scriptedTrip()
@@ -50,7 +51,8 @@ struct MalformedAnswerTests {
 
 @Suite("Oversized response headers end to end (a GRPCServer over sockets)", .timeLimit(.minutes(2)))
 struct HeaderListLimitEndToEndTests {
-  @Test("Response headers above 16 KiB: RESOURCE_EXHAUSTED; JourneySharingConfiguration.channel raises the limit",
+  @Test(
+    "Response headers above 16 KiB: RESOURCE_EXHAUSTED; JourneySharingConfiguration.channel raises the limit",
     arguments: [false, true])
   func headerListLimitIsReachable(raised: Bool) async throws {
     var big = ScriptedReply.trip(scriptedTrip())

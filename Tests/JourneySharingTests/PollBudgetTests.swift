@@ -7,10 +7,11 @@
 
 import FleetEngineMessages
 import GRPCProtocol
-@testable import JourneySharing
 import Synchronization
 import Testing
 import TransportTestSupport
+
+@testable import JourneySharing
 
 /// Answers every GetTrip with the same small trip and records when (virtual nanoseconds) and for which trip.
 private final class CountingTripServer: GRPCService {
@@ -84,7 +85,9 @@ struct PollBudgetTests {
       trips: 10_000, interval: .seconds(10), perSecond: 1_500, for: .seconds(60))
     let times = requests.map(\.time)
     let busiest = busiestWindow(times, window: second)
-    print("poll-budget: \(requests.count) requests in 60 s, busiest second \(busiest) (budget 1500), waited \(statistics.waitedRequests)")
+    print(
+      "poll-budget: \(requests.count) requests in 60 s, busiest second \(busiest) (budget 1500), waited \(statistics.waitedRequests)"
+    )
     #expect(busiest <= 1_500, "a second held \(busiest) requests")
     // The first round goes out at the budget's pace (10,000 at 1,500/s, about 6.7 s), the second spread over
     // the interval, then each trip every 10 s ± 10 %: 1,000 a second on average.

@@ -106,7 +106,9 @@ let scriptedTripName = "providers/\(followProvider)/trips/scripted-1"
 
 /// `count` points on a line north-east from a point near the city centre.
 func linePoints(_ count: Int, start: Double = 0) -> [LatLng] {
-  (0..<count).map { LatLng(latitude: 52.5 + (start + Double($0)) * 1e-5, longitude: 13.4 + (start + Double($0)) * 1e-5) }
+  (0..<count).map {
+    LatLng(latitude: 52.5 + (start + Double($0)) * 1e-5, longitude: 13.4 + (start + Double($0)) * 1e-5)
+  }
 }
 
 /// A small, valid trip under way: a 10-point route, the vehicle on its first point, one pickup ahead.

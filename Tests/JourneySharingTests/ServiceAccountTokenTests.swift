@@ -10,9 +10,10 @@ import FleetSim
 import Foundation
 import GRPCProtocol
 import JSONWebToken
-@testable import JourneySharing
 import Synchronization
 import Testing
+
+@testable import JourneySharing
 
 /// A service account made for a test: its JSON key file's bytes and the public key.
 struct TestServiceAccount: Sendable {
@@ -152,7 +153,10 @@ struct ServiceAccountTokenTests {
       ("not JSON", "not json at all"),
       ("no client_email", #"{"type":"service_account","private_key_id":"k","private_key":"x"}"#),
       ("wrong type", #"{"type":"authorized_user","client_email":"a@b","private_key_id":"k","private_key":"x"}"#),
-      ("not a key", #"{"type":"service_account","client_email":"a@b","private_key_id":"k","private_key":"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"}"#),
+      (
+        "not a key",
+        #"{"type":"service_account","client_email":"a@b","private_key_id":"k","private_key":"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"}"#
+      ),
     ])
   func badKeys(name: String, json: String) throws {
     do {

@@ -8,11 +8,12 @@
 
 import FleetEngineMessages
 import GRPCProtocol
-@testable import JourneySharing
 import Synchronization
 import Testing
 import TransportTestSupport
 import UpdatePipeline
+
+@testable import JourneySharing
 
 /// A streaming GetTrip whose behaviour a test scripts, and a unary GetTrip; counts calls.
 private final class ScriptedStreamServer: GRPCService {
@@ -131,7 +132,8 @@ private struct VirtualServices {
   }
 }
 
-@Suite("Streams that end early, go silent, or race a refresh (in-memory transport, virtual clock)", .timeLimit(.minutes(2)))
+@Suite(
+  "Streams that end early, go silent, or race a refresh (in-memory transport, virtual clock)", .timeLimit(.minutes(2)))
 struct StreamDefectTests {
   @Test("Streams that end OK after one update: following backs off (no reconnect storm) and reports UNAVAILABLE")
   func earlyOKEndsBackOff() async throws {
@@ -151,7 +153,8 @@ struct StreamDefectTests {
       let errors = subscriber.errors(model.tripName)
       #expect(!errors.isEmpty, "no error reported for \(model.tripName)")
       #expect(errors.count >= 3, "\(model.tripName): \(errors.count) errors")
-      #expect(errors.allSatisfy { $0.code == GRPCStatusCode.unavailable.rawValue && $0.message.contains("ended the stream") })
+      #expect(
+        errors.allSatisfy { $0.code == GRPCStatusCode.unavailable.rawValue && $0.message.contains("ended the stream") })
     }
     for model in models { model.unregisterSubscriber(subscriber) }
     await virtual.shutdown()

@@ -108,7 +108,9 @@ private final class SelfCloser: TripModelSubscriber {
   ) { record("snapshot") }
   func tripModel(_ tripModel: TripModel, didUpdate trip: Trip?, updatedPropertyFields: TripPropertyFields) {
     record("trip")
-    if updatedPropertyFields.count(ofMembersIn: [.tripStatus, .pickupLocation, .dropoffLocation, .remainingWaypoints]) >= 2 {
+    if updatedPropertyFields.count(ofMembersIn: [.tripStatus, .pickupLocation, .dropoffLocation, .remainingWaypoints])
+      >= 2
+    {
       tripModel.unregisterSubscriber(self)
       record("unregistered")
     }

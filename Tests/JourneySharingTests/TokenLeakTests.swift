@@ -5,7 +5,6 @@
 // trace level, and every text of every error a subscriber gets, is searched for each token and its
 // pieces.
 
-import Primitives
 import FleetEngineMessages
 import FleetSim
 import Foundation
@@ -14,6 +13,7 @@ import HTTP2Transport
 import JSONWebToken
 import JourneySharing
 import Logging
+import Primitives
 import TestLogging
 import Testing
 
@@ -86,9 +86,12 @@ struct TokenLeakEndToEndTests {
     }
 
     #expect(await waitUntil { provider.calls >= 4 && collector.trips >= 3 && foreign.calls >= 1 })
-    #expect(await waitUntil { collector.errorCodes.filter { $0 == GRPCStatusCode.permissionDenied.rawValue }.count >= 2 })
+    #expect(
+      await waitUntil { collector.errorCodes.filter { $0 == GRPCStatusCode.permissionDenied.rawValue }.count >= 2 })
     let codes = Set(collector.errorCodes)
-    #expect(codes.isSuperset(of: [GRPCStatusCode.unauthenticated.rawValue, GRPCStatusCode.permissionDenied.rawValue]), "\(codes)")
+    #expect(
+      codes.isSuperset(of: [GRPCStatusCode.unauthenticated.rawValue, GRPCStatusCode.permissionDenied.rawValue]),
+      "\(codes)")
     for service in services { await service.shutdown() }
     await sim.shutdown()
 

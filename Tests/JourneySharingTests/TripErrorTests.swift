@@ -299,7 +299,8 @@ struct TripNameTests {
     try await TripNameChecks.invalidNamesFailLocally(.inMemory)
   }
 
-  @Test("A name of another provider fails at once with INVALID_ARGUMENT naming the configured providerID; nothing is sent")
+  @Test(
+    "A name of another provider fails at once with INVALID_ARGUMENT naming the configured providerID; nothing is sent")
   func otherProviderFailsLocally() async throws {
     let name = "providers/another-project/trips/trip-1"
     try await withFollowFixture(.inMemory, simulation: { followSimConfiguration(now: $0) }) { fixture in
@@ -308,7 +309,8 @@ struct TripNameTests {
       model.register(recorder)
       #expect(await fixture.wait { !recorder.errors(name).isEmpty })
       let error = try #require(recorder.errors(name).first)
-      #expect(error.domain == "io.grpc" && error.code == GRPCStatusCode.invalidArgument.rawValue, "\(error.description)")
+      #expect(
+        error.domain == "io.grpc" && error.code == GRPCStatusCode.invalidArgument.rawValue, "\(error.description)")
       #expect(error.message.contains("another-project") && error.message.contains(followProvider), "\(error.message)")
       await #expect(throws: GRPCError.self) { _ = try await fixture.services.tripService.fetchTrip(forTripName: name) }
       await fixture.pass(.milliseconds(300))
@@ -328,7 +330,8 @@ struct TripNameTests {
       #expect(trip.tripStatus != .unknownTripStatus)
       #expect(!trip.remainingWaypoints.isEmpty || isFinal(trip.tripStatus))
       do {
-        _ = try await fixture.services.tripService.fetchTrip(forTripName: "providers/\(followProvider)/trips/no-such-trip")
+        _ = try await fixture.services.tripService.fetchTrip(
+          forTripName: "providers/\(followProvider)/trips/no-such-trip")
         Issue.record("an unknown trip was fetched")
       } catch {
         #expect((error as? GRPCError)?.code == .notFound, "\(error)")

@@ -9,10 +9,11 @@ import Foundation
 import GRPCProtocol
 import HTTP2Session
 import HTTP2Transport
-@testable import JourneySharing
 import Logging
 import TestLogging
 import Testing
+
+@testable import JourneySharing
 
 /// A way for a trip to go over the default limits (20,000 route points; 100 entries per list of stops).
 enum TripExcess: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -70,7 +71,8 @@ enum TripExcess: String, CaseIterable, Sendable, CustomTestStringConvertible {
 
 @Suite("Trip limits (in memory)", .timeLimit(.minutes(2)))
 struct TripLimitTests {
-  @Test("A streamed update that takes the trip over a limit: RESOURCE_EXHAUSTED, the held trip stays, the stream is restarted",
+  @Test(
+    "A streamed update that takes the trip over a limit: RESOURCE_EXHAUSTED, the held trip stays, the stream is restarted",
     arguments: TripExcess.allCases)
   func streamedTripOverTheLimit(_ excess: TripExcess) async throws {
     let valid = scriptedTrip()
@@ -91,7 +93,8 @@ struct TripLimitTests {
       model.register(recorder)
       #expect(await fixture.wait { !recorder.errors().isEmpty })
       let error = try #require(recorder.errors().first)
-      #expect(error.domain == "io.grpc" && error.code == GRPCStatusCode.resourceExhausted.rawValue, "\(error.description)")
+      #expect(
+        error.domain == "io.grpc" && error.code == GRPCStatusCode.resourceExhausted.rawValue, "\(error.description)")
       #expect(error.message.contains("TripLimits.max"), "\(error.message)")
       // Following goes on: the refused stream was cancelled and a new one started.
       #expect(await fixture.wait { engine.calls(FleetEngineMethods.streamingGetTrip) >= 2 })
@@ -104,7 +107,9 @@ struct TripLimitTests {
     }
   }
 
-  @Test("A polled trip over a limit: RESOURCE_EXHAUSTED, never delivered; the next poll's trip is", arguments: TripExcess.allCases)
+  @Test(
+    "A polled trip over a limit: RESOURCE_EXHAUSTED, never delivered; the next poll's trip is",
+    arguments: TripExcess.allCases)
   func polledTripOverTheLimit(_ excess: TripExcess) async throws {
     let first = scriptedTrip(step: 0)
     let later = scriptedTrip(step: 1)

@@ -4,12 +4,12 @@
 // FleetSim's service (or a misbehaving server) in memory on a virtual clock; the 500 trips over at most 8
 // connections, a test about connections, stay end to end over sockets.
 
-import Primitives
 import FleetEngineMessages
 import FleetSim
 import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
+import Primitives
 import Synchronization
 import Testing
 import TransportTestSupport

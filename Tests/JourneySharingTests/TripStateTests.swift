@@ -4,12 +4,13 @@
 // nothing else holds it. Both are checked against a snapshot derived from scratch from the same trip, over the
 // updates FleetSim would send for whole simulated trips (computed here, without a server).
 
-import Primitives
 import FleetEngineMessages
 import FleetSim
 import HTTP2Transport
-@_spi(Benchmarks) @testable import JourneySharing
+import Primitives
 import Testing
+
+@_spi(Benchmarks) @testable import JourneySharing
 
 /// The updates FleetSim's streaming GetTrip sends for trip `index` sampled every `step` simulated seconds:
 /// the full trip, then the changed fields.

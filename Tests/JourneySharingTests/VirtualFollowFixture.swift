@@ -13,12 +13,13 @@ import FleetEngineMessages
 import FleetSim
 import GRPCProtocol
 import HTTP2Transport
-@testable import JourneySharing
 import Logging
 import Synchronization
 import Testing
 import TransportTestSupport
 import UpdatePipeline
+
+@testable import JourneySharing
 
 #if canImport(Glibc)
   import Glibc

@@ -153,7 +153,8 @@ public final class VirtualScheduler: GRPCScheduler, @unchecked Sendable {
   public func executeSoon(_ body: @escaping () -> Void) { enqueue(body) }
 
   public func scheduleTimer(after delay: Duration, _ body: @escaping () -> Void) -> GRPCTimerID {
-    let nanos = UInt64(max(0, delay.components.seconds)) &* 1_000_000_000
+    let nanos =
+      UInt64(max(0, delay.components.seconds)) &* 1_000_000_000
       &+ UInt64(max(0, delay.components.attoseconds / 1_000_000_000))
     return locked {
       let id = nextTimerID
@@ -185,7 +186,8 @@ public final class VirtualScheduler: GRPCScheduler, @unchecked Sendable {
   /// Moves the clock forward by `duration`: fires every timer due by then, in due order, each once the work
   /// before it has run; returns once everything is idle at the new time.
   public func advance(by duration: Duration) {
-    let nanos = UInt64(max(0, duration.components.seconds)) &* 1_000_000_000
+    let nanos =
+      UInt64(max(0, duration.components.seconds)) &* 1_000_000_000
       &+ UInt64(max(0, duration.components.attoseconds / 1_000_000_000))
     let target = locked { now &+ nanos }
     advance(to: target)

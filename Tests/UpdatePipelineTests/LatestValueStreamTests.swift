@@ -3,6 +3,7 @@
 
 import Synchronization
 import Testing
+
 @testable import UpdatePipeline
 
 @Suite("LatestValueStream")

@@ -21,7 +21,6 @@ import FleetEngineMessages
 import SwiftProtobuf
 import SwiftProtobufMessages
 
-
 let benchmarks: @Sendable () -> Void = {
   Benchmark.defaultConfiguration = .init(
     metrics: [.wallClock, .throughput, .mallocCountTotal],

@@ -15,7 +15,6 @@ import FleetEngineMessages
 import Prometheus
 import Synchronization
 
-
 /// Counts deliveries; the work a real subscriber does is its own business.
 final class CountingSubscriber: TripModelSubscriber {
   let deliveries = Atomic<Int>(0)

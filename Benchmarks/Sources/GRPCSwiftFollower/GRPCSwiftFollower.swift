@@ -10,11 +10,11 @@ import SwiftProtobuf
 import SwiftProtobufMessages
 
 #if canImport(Darwin)
-import Darwin
+  import Darwin
 #elseif canImport(Glibc)
-import Glibc
+  import Glibc
 #elseif canImport(Musl)
-import Musl
+  import Musl
 #endif
 
 /// Follows trips with grpc-swift-2: one server-streaming `GetTrip` per trip, spread round-robin
@@ -275,6 +275,7 @@ public struct GRPCSwiftFollower: Sendable {
     request.view = .journeySharingV1S
     request.routeFormatType = .latLngListType
     // Serializing a message whose fields are all set by us can't fail.
+    // swift-format-ignore: NeverUseForceTry
     return try! request.serializedBytes()
   }
 }

@@ -12,9 +12,9 @@ import GRPCSwiftFollower
 import HTTP2Transport
 import JourneySharing
 import Logging
-import Synchronization
 import SwiftProtobuf
 import SwiftProtobufMessages
+import Synchronization
 
 /// A client under test.
 protocol LoadClient: Sendable {

@@ -47,7 +47,8 @@ struct RunCommand: AsyncParsableCommand {
     let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     let seconds = duration ?? (full ? 20 : 8)
     let kinds = clients.split(separator: ",").map(String.init)
-    let counts = trips.map { $0.split(separator: ",").compactMap { Int($0) } }
+    let counts =
+      trips.map { $0.split(separator: ",").compactMap { Int($0) } }
       ?? (full ? [1_000, 10_000, 50_000, 100_000] : [1_000, 10_000, 100_000])
     var scenarios: [(trips: Int, rate: Double?)] = counts.map { ($0, 1.0) }
     scenarios.append((10_000, nil))
@@ -56,7 +57,9 @@ struct RunCommand: AsyncParsableCommand {
     var results: [ScenarioResult] = []
     for scenario in scenarios {
       let connections = max(2, (scenario.trips + 9_999) / 10_000)
-      progress("== \(scenario.trips) trips, \(scenario.rate.map { "\($0) update/s each" } ?? "as fast as flow control allows"), \(connections) connections")
+      progress(
+        "== \(scenario.trips) trips, \(scenario.rate.map { "\($0) update/s each" } ?? "as fast as flow control allows"), \(connections) connections"
+      )
       let server = try ServerProcess(executable: executable, trips: scenario.trips, rate: scenario.rate)
       var clientResults: [ClientResult] = []
       for kind in kinds {
@@ -70,7 +73,8 @@ struct RunCommand: AsyncParsableCommand {
           clientResults.append(result)
           progress(
             String(
-              format: "   %@: %.0f updates/s, %.2f CPU s per million, p50 %.2f ms p99 %.2f ms p99.9 %.2f ms, %.0f B/trip",
+              format:
+                "   %@: %.0f updates/s, %.2f CPU s per million, p50 %.2f ms p99 %.2f ms p99.9 %.2f ms, %.0f B/trip",
               kind, result.updatesPerSecond, result.cpuSecondsPerMillionUpdates, result.latencyP50Ms,
               result.latencyP99Ms, result.latencyP999Ms, result.rssPerTripBytes))
         } else {

@@ -130,7 +130,8 @@ struct ClientCommand: AsyncParsableCommand {
       client: kind, trips: trips, connections: connections, rate: rate, seconds: seconds, tripsStarted: started,
       updates: updates, updatesPerSecond: Double(updates) / seconds,
       updatesReceivedPerSecond: Double(updates + recorder.gaps.load(ordering: .relaxed)) / seconds, cpuSeconds: cpu,
-      cpuSecondsPerMillionUpdates: updates > 0 ? cpu / Double(updates + recorder.gaps.load(ordering: .relaxed)) * 1e6 : 0,
+      cpuSecondsPerMillionUpdates: updates > 0
+        ? cpu / Double(updates + recorder.gaps.load(ordering: .relaxed)) * 1e6 : 0,
       rssBaselineBytes: baseline, rssBytes: rss, rssPerTripBytes: Double(rss - baseline) / Double(max(1, trips)),
       latencyP50Ms: latency.p50, latencyP99Ms: latency.p99, latencyP999Ms: latency.p999,
       latencyMaxMs: Double(recorder.maxMicros.load(ordering: .relaxed)) / 1000, latencySamples: latency.samples,

@@ -1,7 +1,7 @@
 // Sources/FleetSim/Simulation/SimulationConfiguration.swift - what a simulation run is made of
 
-import Primitives
 public import FleetEngineMessages
+import Primitives
 
 /// The inputs of a trip simulation. Together with a trip's index they fix
 /// everything about the trip: two simulators with equal configurations produce
@@ -40,4 +40,3 @@ public struct SimulationConfiguration: Sendable, Hashable {
     self.cityCenter = cityCenter
   }
 }
-

@@ -17,9 +17,9 @@
 //   `eta - server_time` is what a client waits; speeds and distances are simulated.
 // - vehicle_waypoints is left empty: Fleet Engine never returns it from GetTrip.
 
-import Primitives
 public import FleetEngineMessages
 import HTTP2Transport
+import Primitives
 import Synchronization
 
 /// The deterministic trip simulation: trip `providers/{provider}/trips/trip-{i}` for `i` in `0..<tripCount`,

@@ -6,10 +6,10 @@
 // do not fall back into lockstep. When a poll is due it takes its time from the services-wide request
 // budget, so the whole process never sends more than the budget allows.
 
-import Primitives
 import CoreMetrics
 import FleetEngineMessages
 import GRPCProtocol
+import Primitives
 import Tracing
 
 /// Polls a trip (or, with no interval, fetches it once per `start()`, for a refresh beside a stream).
@@ -83,7 +83,9 @@ final class PollingTripSource: TripSource {
   /// never ahead: a poll due in a minute holds back no other request meanwhile.
   private func schedule(wanted: UInt64) {
     if let timer { scheduler.cancelTimer(timer) }
-    timer = scheduler.scheduleTimer(after: .nanoseconds(Int64(clamping: wanted &- min(wanted, scheduler.monotonicNanoseconds)))) {
+    timer = scheduler.scheduleTimer(
+      after: .nanoseconds(Int64(clamping: wanted &- min(wanted, scheduler.monotonicNanoseconds)))
+    ) {
       [weak self] in
       guard let self else { return }
       self.timer = nil

@@ -4,9 +4,9 @@
 // trip's fetching is confined to its scheduler. The cache keeps the last token until shortly before its
 // `exp`, runs at most one fetch at a time, and hands the result back on the scheduler.
 
-import Primitives
 import GRPCProtocol
 import JSONWebToken
+import Primitives
 
 /// A trip's cached token. Confined to the trip's scheduler.
 final class TokenCache {

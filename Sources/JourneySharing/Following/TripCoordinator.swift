@@ -137,7 +137,9 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
 
   /// Offers the current event with `changes` (error and state bits) to every subscriber.
   private func publish(_ changes: UInt64) {
-    if pipeline.publish(currentEvent(pipeline.snapshot), changes: changes) { services.requestDeliveryWake(on: scheduler) }
+    if pipeline.publish(currentEvent(pipeline.snapshot), changes: changes) {
+      services.requestDeliveryWake(on: scheduler)
+    }
   }
 
   // MARK: - Following

@@ -49,7 +49,8 @@ protocol TripSourceOwner: AnyObject {
   /// applied when it was sent (a refresh beside a stream must not undo newer ones).
   func source(_ source: any TripSource, polled trip: Trip, request: GetTripRequest, sentAfterUpdates: Int)
   /// A stream ended: its status, how long it was up and how many messages it carried.
-  func source(_ source: any TripSource, streamEnded status: GRPCStatus, trailers: GRPCMetadata, lifetime: Duration, messages: Int)
+  func source(
+    _ source: any TripSource, streamEnded status: GRPCStatus, trailers: GRPCMetadata, lifetime: Duration, messages: Int)
   /// A fetch failed with `error` (a poll's status, an answer that did not decode, a token).
   func source(_ source: any TripSource, failed error: GRPCError, isRefresh: Bool)
 }

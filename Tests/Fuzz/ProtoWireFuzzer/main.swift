@@ -100,7 +100,8 @@ func checkBudgets<M: ProtoMessage>(_: M.Type, _ input: UnsafeRawBufferPointer) {
         fatalError("\(name): the budgeted decode failed (\(error)) but the unlimited one succeeded")
       }
       require(
-        unlimitedError == error, "\(name): budgeted and unlimited decodes fail differently: \(error) vs \(unlimitedError)")
+        unlimitedError == error,
+        "\(name): budgeted and unlimited decodes fail differently: \(error) vs \(unlimitedError)")
     }
   }
 }
