@@ -37,7 +37,16 @@ demo: build
 ## test: install what is missing, build, and run every test
 test: deps venv format-check
 	$(SWIFT) build
-	$(MAKE) swift-test python-test demo-ci chaos relay-chaos test-tsan test-asan fuzz-ci
+	$(MAKE) swift-test
+	$(MAKE) -j2 --output-sync=target python-test sanitizer-builds
+	$(MAKE) demo-ci chaos relay-chaos test-tsan test-asan fuzz-ci
+
+## sanitizer-builds: the ThreadSanitizer and AddressSanitizer builds and the fuzzers, which `make test` runs
+## beside the Python tests (they mostly wait on servers and timers): a third of CI's time is these builds
+sanitizer-builds:
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
+	scripts/build-fuzzer.sh
 
 ## format: rewrite the Swift sources in place with swift-format (the toolchain's `swift format`, rules in
 ## .swift-format); format-check: fail when a file is not formatted that way (part of `make test`, so of CI)
