@@ -90,8 +90,10 @@ public struct JourneySharingConfiguration: Sendable {
     /// How often the servers' name is resolved again while connections are in use (besides after a failed
     /// connection attempt, a lost connection and a GOAWAY). Default 30 s.
     public var resolutionInterval: Duration
-    /// The I/O threads: event loops to share with other services (and channels), or nil for loops of these
-    /// services' own, one per core. Connections are spread over the loops; each followed trip lives on one.
+    /// The I/O threads: event loops to share with other services (and channels), for example
+    /// `JourneySharingEventLoops()` (one per core), or nil (the default) for one loop of these services' own.
+    /// Connections are spread over the loops; each followed trip lives on one. Each loop reconnects with its own
+    /// backoff, so N loops make up to N times the connection attempts against a server that is down.
     public var eventLoops: JourneySharingEventLoops?
 
     /// Connection settings; every parameter defaults as its property says.

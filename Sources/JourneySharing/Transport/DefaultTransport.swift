@@ -39,9 +39,10 @@ func makeDefaultTransport(_ configuration: JourneySharingConfiguration) throws(G
   channel.maxReceiveMessageSize = connection.maxReceiveMessageSize
   channel.http2Settings.maxHeaderListSize = UInt32(clamping: connection.maxResponseHeaderListSize)
   channel.resolutionInterval = connection.resolutionInterval
-  // Loops of these services' own, one per core, unless shared ones were given; the channel holds the group,
-  // which stops when the channel (the group's last holder) goes.
-  channel.eventLoopGroup = connection.eventLoops?.group ?? GRPCEventLoopGroup(name: "journeysharing-io")
+  // Shared loops when given; otherwise the channel's own single loop. Each loop keeps a connection pool with
+  // its own reconnect backoff, so more loops mean more connection attempts against a server that is down
+  // (the chaos test's backoff bound caught two loops making 8 attempts where one backoff allows 7).
+  channel.eventLoopGroup = connection.eventLoops?.group
   if let target = configuration.target {
     return try GRPCChannel(target: target, configuration: channel, logger: configuration.logger)
   }
