@@ -7,7 +7,7 @@ VENV         := .venv
 VENV_PY      := $(VENV)/bin/python
 BUILD_DIR    := .build/debug
 FUZZ_SECONDS ?= 60
-CI_FUZZ_SECONDS ?= 20
+CI_FUZZ_SECONDS ?= 10
 
 .PHONY: all demo demo-ci demo-relay relay-chaos test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
 	bench bench-full bench-deps bench-build bench-micro bench-report
@@ -38,11 +38,11 @@ demo: build
 test: deps venv format-check
 	$(SWIFT) build
 	$(MAKE) swift-test
-	$(MAKE) -j2 --output-sync=target python-test sanitizer-builds
-	$(MAKE) demo-ci chaos relay-chaos test-tsan test-asan fuzz-ci
+	$(MAKE) -j3 --output-sync=target python-test demo-ci sanitizer-builds
+	$(MAKE) chaos relay-chaos test-tsan test-asan fuzz-ci
 
 ## sanitizer-builds: the ThreadSanitizer and AddressSanitizer builds and the fuzzers, which `make test` runs
-## beside the Python tests (they mostly wait on servers and timers): a third of CI's time is these builds
+## beside the Python tests and the demo (they mostly wait on servers and timers): a third of CI's time is these builds
 sanitizer-builds:
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
