@@ -181,8 +181,17 @@ def test_accept_backs_off_when_descriptors_run_out(fsim_binary, fsim_stats_parse
         for sock in sockets:
             sock.close()
         sockets.clear()
+        assert process.poll() is None, "fleetsim ended (%s) while descriptors ran out:\n%s" % (
+            process.returncode, "\n".join(stderr_path.read_text(errors="replace").splitlines()[-20:]))
         with grpc.insecure_channel(address) as channel:
-            assert channel.unary_unary(UNARY)(fsim_pb_request(), timeout=20)
+            # wait_for_ready: the call waits for a connection (retrying connects) within its deadline, so
+            # the check is whether the server serves again, not whether its first SYN met an open queue.
+            try:
+                assert channel.unary_unary(UNARY)(fsim_pb_request(), timeout=20, wait_for_ready=True)
+            except grpc.RpcError as error:
+                raise AssertionError("no answer once descriptors were free (fleetsim %s): %s\n%s" % (
+                    "running" if process.poll() is None else "ended %s" % process.returncode, error,
+                    "\n".join(stderr_path.read_text(errors="replace").splitlines()[-20:])))
         process.send_signal(15)
         out, _ = process.communicate(timeout=10)
         stats = fsim_stats_parser([line for line in out.splitlines() if line.startswith("stats: ")][-1])
