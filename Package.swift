@@ -380,9 +380,29 @@ let targets: [Target] = [
 ]
 
 // Linux only: the transport runs on epoll (HTTP2Transport stops the build elsewhere with an #error).
-let package = Package(
-  name: "JourneySharing",
-  products: products,
-  dependencies: dependencies,
-  targets: targets
-)
+// CI's sanitizer builds (`make test-tsan`, `make test-asan`) compile only what their tests need:
+// JOURNEYSHARING_TEST_TARGETS names test targets (comma-separated), and the package is cut down to those,
+// the targets they reach and the packages those use. Unset, as for every user, the package is whole.
+var package = Package(name: "JourneySharing", products: products, dependencies: dependencies, targets: targets)
+if let names = Context.environment["JOURNEYSHARING_TEST_TARGETS"] {
+  let byName = Dictionary(uniqueKeysWithValues: targets.map { ($0.name, $0) })
+  var kept = Set<String>()
+  var packages = Set<String>()
+  var pending = names.split(separator: ",").map(String.init)
+  while let name = pending.popLast() {
+    guard let target = byName[name], kept.insert(name).inserted else { continue }
+    for dependency in target.dependencies {
+      switch dependency {
+      case .targetItem(let name, _), .byNameItem(let name, _): pending.append(name)
+      case .productItem(_, let package, _, _): packages.formUnion(package.map { [$0] } ?? [])
+      @unknown default: break
+      }
+    }
+  }
+  package.products = []
+  package.targets = targets.filter { kept.contains($0.name) }
+  package.dependencies = dependencies.filter { dependency in
+    guard case .sourceControl(_, let location, _) = dependency.kind else { return true }
+    return packages.contains(String(location.split(separator: "/").last ?? ""))
+  }
+}
