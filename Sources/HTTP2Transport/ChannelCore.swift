@@ -14,13 +14,14 @@
 // An address that disappears from a resolution is drained: GOAWAY, its calls finish, no new ones.
 //
 // A failed connection attempt holds off the next attempt to that address by the backoff delay and
-// asks for a new resolution. Calls fail fast (UNAVAILABLE) only when no connection is open and every
+// asks for a new resolution. The backoff is the channel's, shared by its cores (AddressBackoff): while an
+// address is failing, one attempt at a time goes to it from all loops together. Calls fail fast (UNAVAILABLE) only when no connection is open and every
 // address is backing off (TRANSIENT_FAILURE); calls failed for a connection's sake carry its
 // ConnectionError as the cause. A connection counts as made only once the server's SETTINGS allow a
 // stream, so a server announcing MAX_CONCURRENT_STREAMS = 0 costs one attempt per backoff period,
 // bounded by the connect timeout, not a connection per call.
 
-import GRPCProtocol
+public import GRPCProtocol
 import Logging
 import Primitives
 
@@ -36,6 +37,8 @@ final class ChannelCore: ClientConnectionDelegate {
   /// This loop's share of ``GRPCChannelConfiguration/maxConnections``.
   private let maxConnections: Int
   private let resolution: NameResolution
+  /// The channel's backoff per address, shared with the other cores.
+  private let backoff: AddressBackoff
 
   private var connections: [ClientConnection] = []
   /// The address key of each connection (and of closed ones until they report).
@@ -54,8 +57,8 @@ final class ChannelCore: ClientConnectionDelegate {
   private var addresses: [ResolvedEndpoint] = []
   /// Where the next extra connection's search for an address starts.
   private var cursor: Int
-  /// Per address: failed attempts in a row, and until when the next attempt waits.
-  private var addressBackoff: [String: (failures: Int, until: UInt64)] = [:]
+  /// The backoff generation each connection still connecting started at (``AddressBackoff``).
+  private var attemptGenerations: [ObjectIdentifier: Int] = [:]
   /// Failed resolutions in a row while no address is known, and until when calls fail fast.
   private var consecutiveFailures = 0
   private var backoffUntil: UInt64 = 0
@@ -87,8 +90,9 @@ final class ChannelCore: ClientConnectionDelegate {
   init(
     loop: EventLoop, loopIndex: Int, maxConnections: Int, host: String, port: Int,
     configuration: GRPCChannelConfiguration, tlsContext: TLSContext?, serverEncodings: ServerEncodings,
-    resolution: NameResolution, logger: Logger
+    resolution: NameResolution, backoff: AddressBackoff, logger: Logger
   ) {
+    self.backoff = backoff
     self.serverEncodings = serverEncodings
     self.keepaliveInterval = configuration.keepalive?.interval
     self.loop = loop
@@ -171,7 +175,7 @@ final class ChannelCore: ClientConnectionDelegate {
     guard !connections.contains(where: { $0.phase != .closed }) else { return false }
     let now = monotonicNanoseconds()
     if addresses.isEmpty { return now < backoffUntil }
-    return addresses.allSatisfy { (addressBackoff[$0.key]?.until ?? 0) > now }
+    return addresses.allSatisfy { backoff.until($0.key) > now }
   }
 
   func cancel(callID: UInt64) {
@@ -352,15 +356,29 @@ final class ChannelCore: ClientConnectionDelegate {
     }
     var earliestRetry: UInt64?
     func backingOff(_ endpoint: ResolvedEndpoint) -> Bool {
-      guard let until = addressBackoff[endpoint.key]?.until, until > now else { return false }
+      let until = backoff.until(endpoint.key)
+      guard until > now else { return false }
       earliestRetry = min(earliestRetry ?? until, until)
       return true
+    }
+    /// Connects unless the channel's backoff for the address says to wait.
+    func connectIfAllowed(_ endpoint: ResolvedEndpoint) -> Bool {
+      let core = LoopBound(self, loop: loop)
+      switch backoff.start(endpoint.key, now: now, wake: { core.loop.execute { core.value.ensureConnecting() } }) {
+      case .connect(let generation):
+        connect(to: endpoint, generation: generation)
+        return true
+      case .backingOff(let until):
+        earliestRetry = min(earliestRetry ?? until, until)
+        return false
+      case .waitingForAnotherAttempt:
+        return false
+      }
     }
     // One connection to every address.
     for offset in 0..<addresses.count where openCount < maxConnections {
       let endpoint = addresses[(loopIndex + offset) % addresses.count]
-      guard perAddress[endpoint.key] == nil, !backingOff(endpoint) else { continue }
-      connect(to: endpoint)
+      guard perAddress[endpoint.key] == nil, connectIfAllowed(endpoint) else { continue }
       perAddress[endpoint.key] = 1
       openCount += 1
     }
@@ -375,9 +393,8 @@ final class ChannelCore: ClientConnectionDelegate {
         }
         choice = endpoint
       }
-      if let choice {
+      if let choice, connectIfAllowed(choice) {
         cursor += 1
-        connect(to: choice)
       }
     }
     if let earliestRetry { scheduleBackoffTimer(until: earliestRetry, now: now) }
@@ -392,7 +409,7 @@ final class ChannelCore: ClientConnectionDelegate {
     }
   }
 
-  private func connect(to endpoint: ResolvedEndpoint) {
+  private func connect(to endpoint: ResolvedEndpoint, generation: Int) {
     let connection = ClientConnection(
       loop: loop, id: nextConnectionID, address: endpoint.address, authority: authority,
       configuration: configuration, logger: logger)
@@ -401,6 +418,7 @@ final class ChannelCore: ClientConnectionDelegate {
     connections.append(connection)
     connectionKeys[ObjectIdentifier(connection)] = endpoint.key
     connectStarted[ObjectIdentifier(connection)] = monotonicNanoseconds()
+    attemptGenerations[ObjectIdentifier(connection)] = generation
     connectAttempts += 1
     logger.debug("connecting", metadata: ["address": "\(endpoint.key)", "connection": "\(connection.id)"])
     connection.connect(tlsContext: tlsContext, serverName: serverName)
@@ -415,7 +433,7 @@ final class ChannelCore: ClientConnectionDelegate {
       addresses = found
       consecutiveFailures = 0
       backoffUntil = 0
-      addressBackoff = addressBackoff.filter { keys.contains($0.key) }
+      backoff.retain(keys)
       // Addresses gone from the resolution: their connections drain (GOAWAY; their calls finish).
       for connection in connections where connection.phase != .closed {
         let id = ObjectIdentifier(connection)
@@ -427,7 +445,7 @@ final class ChannelCore: ClientConnectionDelegate {
       ensureConnecting()
     case .failure(let error):
       if addresses.isEmpty {
-        connectionAttemptFailed(error, key: nil)
+        connectionAttemptFailed(error, key: nil, generation: nil)
       } else {
         // Keep using the addresses of the last good resolution.
         logger.debug("resolution failed; keeping the last addresses", metadata: ["error": "\(error)"])
@@ -435,26 +453,31 @@ final class ChannelCore: ClientConnectionDelegate {
     }
   }
 
-  /// A connection attempt (`key`: to that address) or, with no key, a resolution failed.
-  private func connectionAttemptFailed(_ error: ConnectionError, key: String?) {
+  /// A connection attempt (`key`: to that address, started at backoff `generation`) or, with no key, a
+  /// resolution failed.
+  private func connectionAttemptFailed(_ error: ConnectionError, key: String?, generation: Int?) {
     connectFailures += 1
     lastFailure = error
-    let delay: Duration
-    let until: UInt64
+    let delay: Duration?
     if let key {
-      let failures = (addressBackoff[key]?.failures ?? 0) + 1
-      delay = configuration.backoff.delay(retry: failures, using: &random)
-      until = monotonicNanoseconds() + UInt64(max(0, delay.wholeNanoseconds))
-      addressBackoff[key] = (failures, until)
+      // Counted once for the channel: a failure of an attempt under way beside another that already failed
+      // starts no backoff period of its own.
+      delay = backoff.failed(key, generation: generation ?? 0, now: monotonicNanoseconds()) { failures in
+        configuration.backoff.delay(retry: failures, using: &random)
+      }
     } else {
       consecutiveFailures += 1
-      delay = configuration.backoff.delay(retry: consecutiveFailures, using: &random)
-      until = monotonicNanoseconds() + UInt64(max(0, delay.wholeNanoseconds))
-      backoffUntil = until
+      let chosen = configuration.backoff.delay(retry: consecutiveFailures, using: &random)
+      backoffUntil = monotonicNanoseconds() + UInt64(max(0, chosen.wholeNanoseconds))
+      delay = chosen
     }
-    recentBackoffDelays.append(delay)
-    if recentBackoffDelays.count > 32 { recentBackoffDelays.removeFirst() }
-    logger.debug("connection attempt failed", metadata: ["error": "\(error)", "retry_in": "\(delay)"])
+    if let delay {
+      recentBackoffDelays.append(delay)
+      if recentBackoffDelays.count > 32 { recentBackoffDelays.removeFirst() }
+    }
+    logger.debug(
+      "connection attempt failed",
+      metadata: ["error": "\(error)", "retry_in": "\(delay.map { "\($0)" } ?? "backing off")"])
     // Another address may take the waiting calls.
     if key != nil {
       resolution.request()
@@ -476,7 +499,8 @@ final class ChannelCore: ClientConnectionDelegate {
 
   func connectionDidBecomeReady(_ connection: ClientConnection) {
     connectStarted[ObjectIdentifier(connection)] = nil
-    if let key = connectionKeys[ObjectIdentifier(connection)] { addressBackoff[key] = nil }
+    attemptGenerations[ObjectIdentifier(connection)] = nil
+    if let key = connectionKeys[ObjectIdentifier(connection)] { backoff.succeeded(key) }
     logger.debug("connection ready", metadata: ["connection": "\(connection.id)"])
     drainWaiting()
   }
@@ -491,9 +515,10 @@ final class ChannelCore: ClientConnectionDelegate {
     let key = connectionKeys.removeValue(forKey: id)
     connectStarted[id] = nil
     let drained = drainedConnections.remove(id) != nil
+    let generation = attemptGenerations.removeValue(forKey: id)
     if !wasReady && !drained {
       // A clean close before the connection was ready is this side's (a graceful shutdown).
-      connectionAttemptFailed(error ?? .shutdown, key: key ?? "")
+      connectionAttemptFailed(error ?? .shutdown, key: key ?? "", generation: generation)
     } else {
       logger.debug(
         "connection closed", metadata: ["connection": "\(connection.id)", "error": "\(error?.description ?? "none")"])
@@ -581,17 +606,12 @@ final class ChannelCore: ClientConnectionDelegate {
       streamsPerAddress[key, default: 0] += connection.activeStreamCount
     }
     return GRPCChannelStats(
-      openConnections: open,
-      activeCalls: activeCalls.count,
-      queuedCalls: waiting.count,
-      connectAttempts: connectAttempts,
-      connectFailures: connectFailures,
-      pingsSent: pingsSent,
-      pingAcksReceived: pingAcksReceived,
-      goAwaysReceived: goAwaysReceived,
-      recentBackoffDelays: recentBackoffDelays,
+      transport: GRPCTransportStatistics(
+        openConnections: open, activeCalls: activeCalls.count, queuedCalls: waiting.count,
+        connectAttempts: connectAttempts, connectFailures: connectFailures, pingsSent: pingsSent,
+        pingAcksReceived: pingAcksReceived, goAwaysReceived: goAwaysReceived, recentBackoffDelays: recentBackoffDelays,
+        connectionsPerAddress: connectionsPerAddress),
       keepaliveInterval: keepaliveInterval,
-      connectionsPerAddress: connectionsPerAddress,
       streamsPerAddress: streamsPerAddress,
       connectionsPerLoop: [open])
   }
@@ -617,38 +637,42 @@ final class ServerEncodings: Sendable {
   }
 }
 
-/// A snapshot of a channel's connections and calls.
+/// A snapshot of a channel's connections and calls: the figures every client transport gives
+/// (``GRPCTransportStatistics``, read through as `stats.openConnections`, `stats.connectAttempts` …)
+/// and the channel's own (keepalive, streams per address, loops, resolution failures, addresses).
+@dynamicMemberLookup
 public struct GRPCChannelStats: Sendable, Hashable {
-  /// Connections connecting, ready or draining.
-  public var openConnections: Int
-  /// Calls holding a stream.
-  public var activeCalls: Int
-  /// Calls waiting for a connection or a stream.
-  public var queuedCalls: Int
-  /// Connection attempts started.
-  public var connectAttempts: Int
-  /// Connection attempts that failed before the connection was ready.
-  public var connectFailures: Int
-  /// Keepalive PINGs sent.
-  public var pingsSent: Int
-  /// Keepalive PING acknowledgements received.
-  public var pingAcksReceived: Int
-  /// GOAWAY frames received from the server, over all connections.
-  public var goAwaysReceived: Int
-  /// The backoff delays chosen after recent failures, oldest first.
-  public var recentBackoffDelays: [Duration]
+  /// The transport's figures: connections, calls, connection attempts, pings, GOAWAYs, backoff delays,
+  /// connections per address and resolutions.
+  public var transport: GRPCTransportStatistics
   /// The keepalive interval in force (doubled after each `too_many_pings`), or `nil` without keepalive.
   public var keepaliveInterval: Duration?
-  /// Open connections (connecting, ready or draining) per server address (`127.0.0.2:50051`, `[::1]:443`).
-  public var connectionsPerAddress: [String: Int] = [:]
   /// Calls holding a stream, per server address.
   public var streamsPerAddress: [String: Int] = [:]
   /// Open connections on each event loop of the channel's group, in the group's order.
   public var connectionsPerLoop: [Int] = []
-  /// Resolutions of the target that completed (succeeded or failed).
-  public var resolutions: Int = 0
   /// Resolutions that failed.
   public var resolutionFailures: Int = 0
   /// The addresses of the last successful resolution, in its order.
   public var addresses: [String] = []
+
+  /// A snapshot of `transport`'s figures and the channel's own.
+  public init(
+    transport: GRPCTransportStatistics = GRPCTransportStatistics(), keepaliveInterval: Duration? = nil,
+    streamsPerAddress: [String: Int] = [:], connectionsPerLoop: [Int] = [], resolutionFailures: Int = 0,
+    addresses: [String] = []
+  ) {
+    self.transport = transport
+    self.keepaliveInterval = keepaliveInterval
+    self.streamsPerAddress = streamsPerAddress
+    self.connectionsPerLoop = connectionsPerLoop
+    self.resolutionFailures = resolutionFailures
+    self.addresses = addresses
+  }
+
+  /// One of the transport's figures (`stats.openConnections` is `stats.transport.openConnections`).
+  public subscript<Value>(dynamicMember keyPath: WritableKeyPath<GRPCTransportStatistics, Value>) -> Value {
+    get { transport[keyPath: keyPath] }
+    set { transport[keyPath: keyPath] = newValue }
+  }
 }

@@ -127,6 +127,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     self.resolution = resolution
     let loops = group.loops
     let serverEncodings = serverEncodings
+    let backoff = AddressBackoff()
     // maxConnections shared out between the loops, at least one each.
     self.cores = loops.enumerated().map { index, loop in
       let share =
@@ -135,7 +136,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
         unchecked: ChannelCore(
           loop: loop, loopIndex: index, maxConnections: max(1, share), host: host, port: port,
           configuration: configuration, tlsContext: tlsContext, serverEncodings: serverEncodings,
-          resolution: resolution, logger: logger),
+          resolution: resolution, backoff: backoff, logger: logger),
         loop: loop)
     }
     resolution.attach(cores)
@@ -375,13 +376,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
 
   /// Connections and calls now.
   public func statistics() async -> GRPCTransportStatistics {
-    let stats = await stats()
-    return GRPCTransportStatistics(
-      openConnections: stats.openConnections, activeCalls: stats.activeCalls, queuedCalls: stats.queuedCalls,
-      connectAttempts: stats.connectAttempts, connectFailures: stats.connectFailures, pingsSent: stats.pingsSent,
-      pingAcksReceived: stats.pingAcksReceived, goAwaysReceived: stats.goAwaysReceived,
-      recentBackoffDelays: stats.recentBackoffDelays, connectionsPerAddress: stats.connectionsPerAddress,
-      resolutions: stats.resolutions)
+    await stats().transport
   }
 
   // MARK: - Lifecycle
@@ -413,9 +408,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
 
   /// Connections and calls right now, over every loop.
   public func stats() async -> GRPCChannelStats {
-    var total = GRPCChannelStats(
-      openConnections: 0, activeCalls: 0, queuedCalls: 0, connectAttempts: 0, connectFailures: 0, pingsSent: 0,
-      pingAcksReceived: 0, goAwaysReceived: 0, recentBackoffDelays: [], keepaliveInterval: nil)
+    var total = GRPCChannelStats()
     for core in cores {
       let part = await withCheckedContinuation { continuation in
         core.loop.execute { continuation.resume(returning: core.value.stats) }

@@ -91,9 +91,9 @@ public struct JourneySharingConfiguration: Sendable {
     /// connection attempt, a lost connection and a GOAWAY). Default 30 s.
     public var resolutionInterval: Duration
     /// The I/O threads: event loops to share with other services (and channels), for example
-    /// `JourneySharingEventLoops()` (one per core), or nil (the default) for one loop of these services' own.
-    /// Connections are spread over the loops; each followed trip lives on one. Each loop reconnects with its own
-    /// backoff, so N loops make up to N times the connection attempts against a server that is down.
+    /// `JourneySharingEventLoops()`, or nil (the default) for loops of these services' own, one per core.
+    /// Connections are spread over the loops; each followed trip lives on one. The reconnect backoff is per
+    /// server address for all loops together: more loops make no more attempts against a server that is down.
     public var eventLoops: JourneySharingEventLoops?
 
     /// Connection settings; every parameter defaults as its property says.

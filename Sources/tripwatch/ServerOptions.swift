@@ -14,7 +14,7 @@ struct ServerOptions: ParsableArguments {
       """)
   var target = "fleetengine.googleapis.com:443"
 
-  @Option(name: .customLong("event-loops"), help: "I/O threads (event loops). Default: 1.")
+  @Option(name: .customLong("event-loops"), help: "I/O threads (event loops). Default: one per core.")
   var eventLoops: Int?
 
   @Flag(help: "Use cleartext HTTP/2 (h2c) instead of TLS.")

@@ -106,6 +106,55 @@ struct BackoffTests {
     await channel.shutdown()
   }
 
+  @Test("four loops calling a port with nothing listening make one backoff's attempts, not four")
+  func oneBackoffForAllLoops() async throws {
+    let reserved = try ReservedPort()
+    defer { reserved.release() }
+    let backoff = ConnectionBackoff(
+      initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0.2, maxBackoff: .milliseconds(400))
+    let loops = 4
+    var configuration = GRPCChannelConfiguration(security: .plaintext, backoff: backoff, connectTimeout: .seconds(20))
+    configuration.eventLoopGroup = GRPCEventLoopGroup(loopCount: loops, name: "backoff-test")
+    let channel = try GRPCChannel(host: "127.0.0.1", port: reserved.port, configuration: configuration)
+
+    // Calls all the time on every loop: with a backoff per loop, each loop would make an attempt every
+    // backoff period (about 4 × 9 in 1.6 s).
+    let clock = ContinuousClock()
+    let started = clock.now
+    let failed = await withTaskGroup(of: Int.self) { group in
+      for _ in 0..<(2 * loops) {
+        group.addTask {
+          var failed = 0
+          while clock.now - started < .milliseconds(1600) {
+            if await unaryError(channel, path: Method.unary, request: [1])?.code == .unavailable { failed += 1 }
+            try? await Task.sleep(for: .milliseconds(10))
+          }
+          return failed
+        }
+      }
+      return await group.reduce(0, +)
+    }
+    let elapsed = clock.now - started
+    let stats = await channel.stats()
+    #expect(failed > 8 * loops, "calls made: \(failed)")
+    #expect(stats.connectFailures == stats.connectAttempts)
+    // The most attempts one backoff allows in `elapsed`: a first round (one per loop, all at once while the
+    // address had not failed yet), then one per period, each at least 0.8 × its base delay.
+    var periods = 0
+    var waited = Duration.zero
+    while waited <= elapsed {
+      periods += 1
+      waited += backoff.baseDelay(retry: periods) * 0.8
+    }
+    #expect(
+      stats.connectAttempts <= loops + periods + 1,
+      "\(stats.connectAttempts) attempts in \(elapsed) over \(loops) loops; one backoff allows \(loops + periods + 1)")
+    // One delay chosen per backoff period of the channel, not one per loop's failure.
+    #expect(stats.recentBackoffDelays.count <= periods + 1, "\(stats.recentBackoffDelays)")
+    #expect(stats.recentBackoffDelays.allSatisfy { seconds($0) <= 0.4 * 1.2 + 1e-9 })
+    await channel.shutdown()
+  }
+
   @Test("after the server comes up, the next call past the backoff window connects")
   func recovers() async throws {
     // Nothing listens on the port yet; a server can take it over later.

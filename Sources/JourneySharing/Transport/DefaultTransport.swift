@@ -39,10 +39,11 @@ func makeDefaultTransport(_ configuration: JourneySharingConfiguration) throws(G
   channel.maxReceiveMessageSize = connection.maxReceiveMessageSize
   channel.http2Settings.maxHeaderListSize = UInt32(clamping: connection.maxResponseHeaderListSize)
   channel.resolutionInterval = connection.resolutionInterval
-  // Shared loops when given; otherwise the channel's own single loop. Each loop keeps a connection pool with
-  // its own reconnect backoff, so more loops mean more connection attempts against a server that is down
-  // (the chaos test's backoff bound caught two loops making 8 attempts where one backoff allows 7).
-  channel.eventLoopGroup = connection.eventLoops?.group
+  // Shared loops when given; otherwise loops of these services' own, one per core. The channel holds the
+  // group, which stops when the channel (the group's last holder) goes. Each loop keeps connections of its
+  // own, but the reconnect backoff per address is the channel's (AddressBackoff): more loops make no more
+  // attempts against a server that is down.
+  channel.eventLoopGroup = connection.eventLoops?.group ?? GRPCEventLoopGroup(name: "journeysharing-io")
   if let target = configuration.target {
     return try GRPCChannel(target: target, configuration: channel, logger: configuration.logger)
   }
