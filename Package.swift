@@ -298,7 +298,8 @@ let targets: [Target] = [
     name: "TripRelayTests",
     dependencies: [
       "TripRelay", "NATSClient", "NATSTestSupport", "JourneySharing", "FleetEngineMessages", "FleetSim",
-      "GRPCProtocol", "HTTP2Transport", "Primitives", "TestLogging", .product(name: "Logging", package: "swift-log"),
+      "GRPCProtocol", "HTTP2Transport", "Primitives", "TestLogging", "TransportTestSupport",
+      .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
   ),

@@ -10,6 +10,7 @@ import JourneySharing
 import Primitives
 import Synchronization
 import Testing
+import TransportTestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -79,10 +80,10 @@ struct ChaosError: Error, CustomStringConvertible {
 /// One run of the `fleetsim` process: started with fixed arguments on a given port, killed with SIGKILL or
 /// stopped with SIGTERM. Its stdout is read on a thread of its own; the last `stats:` line is kept.
 final class FleetSimProcess: @unchecked Sendable {
-  // @unchecked: `process` is touched only by the test's task; the output state is under a lock.
+  // @unchecked: `process` is touched only by the test's task; `output` is Sendable.
   private let process = Process()
-  private let output = Locked<(lines: [String], closed: Bool)>(([], false))
   private let pipe = Pipe()
+  private let output: ChildProcessOutput
 
   /// Starts `fleetsim ARGUMENTS --listen 127.0.0.1:PORT --stats-interval 0.25`; returns once it listens.
   init(executable: String, arguments: [String], port: Int) throws {
@@ -91,46 +92,21 @@ final class FleetSimProcess: @unchecked Sendable {
     process.standardOutput = pipe
     process.standardError = FileHandle.standardError
     try process.run()
-    let handle = pipe.fileHandleForReading
-    let output = output
-    Thread.detachNewThread {
-      var pending = Data()
-      while true {
-        let chunk = handle.availableData
-        if chunk.isEmpty { break }
-        pending.append(chunk)
-        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-          let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-          pending.removeSubrange(pending.startIndex...newline)
-          output.withLock { $0.lines.append(line) }
-        }
-      }
-      output.withLock { $0.closed = true }
-    }
+    output = ChildProcessOutput(reading: pipe)
   }
 
   /// Waits for `listening on HOST:PORT`; returns the port.
   func waitUntilListening() async throws -> Int {
-    var port: Int?
-    let listening = await waitUntil(timeout: .seconds(30)) {
-      output.withLock { state in
-        if let line = state.lines.first(where: { $0.hasPrefix("listening on ") }),
-          let colon = line.lastIndex(of: ":")
-        {
-          port = Int(line[line.index(after: colon)...])
-        }
-        return port != nil || state.closed
-      }
-    }
-    guard listening, let port else {
-      throw ChaosError("fleetsim did not start listening: \(output.withLock { $0.lines })")
+    let listening = await waitUntil(timeout: .seconds(30)) { output.listeningPort != nil || output.isClosed }
+    guard listening, let port = output.listeningPort else {
+      throw ChaosError("fleetsim did not start listening: \(output.lines)")
     }
     return port
   }
 
   /// The last `stats:` line's counters.
   var lastStats: [String: Int] {
-    guard let line = output.withLock({ $0.lines.last(where: { $0.hasPrefix("stats: ") }) }) else { return [:] }
+    guard let line = output.lines.last(where: { $0.hasPrefix("stats: ") }) else { return [:] }
     var counters: [String: Int] = [:]
     for pair in line.dropFirst("stats: ".count).split(separator: " ") {
       let parts = pair.split(separator: "=", maxSplits: 1)
@@ -149,7 +125,7 @@ final class FleetSimProcess: @unchecked Sendable {
   func stop() async -> Int32 {
     process.terminate()
     process.waitUntilExit()
-    _ = await waitUntil(timeout: .seconds(5)) { output.withLock { $0.closed } }
+    _ = await waitUntil(timeout: .seconds(5)) { output.isClosed }
     return process.terminationStatus
   }
 }

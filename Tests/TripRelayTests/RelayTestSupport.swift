@@ -3,6 +3,7 @@
 import Foundation
 import Logging
 import Primitives
+import TransportTestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -29,11 +30,11 @@ func builtExecutable(_ name: String, variable: String) throws -> String {
 /// A child process whose standard output is kept line by line (read on a thread of its own); its standard
 /// error goes to a file.
 final class ChildProcess: @unchecked Sendable {
-  // @unchecked: `process` is touched only by the test's task; the output is under a lock.
+  // @unchecked: `process` is touched only by the test's task; `output` is Sendable.
   let name: String
   private let process = Process()
-  private let output = Locked<(lines: [String], closed: Bool)>(([], false))
   private let pipe = Pipe()
+  private let output: ChildProcessOutput
   let errorLog: String
 
   init(name: String, executable: String, arguments: [String], directory: String) throws {
@@ -45,22 +46,7 @@ final class ChildProcess: @unchecked Sendable {
     process.standardOutput = pipe
     process.standardError = FileHandle(forWritingAtPath: errorLog)
     try process.run()
-    let handle = pipe.fileHandleForReading
-    let output = output
-    Thread.detachNewThread {
-      var pending = Data()
-      while true {
-        let chunk = handle.availableData
-        if chunk.isEmpty { break }
-        pending.append(chunk)
-        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-          let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-          pending.removeSubrange(pending.startIndex...newline)
-          output.withLock { $0.lines.append(line) }
-        }
-      }
-      output.withLock { $0.closed = true }
-    }
+    output = ChildProcessOutput(reading: pipe)
   }
 
   deinit {
@@ -70,19 +56,15 @@ final class ChildProcess: @unchecked Sendable {
     }
   }
 
-  var lines: [String] { output.withLock { $0.lines } }
+  var lines: [String] { output.lines }
   var isRunning: Bool { process.isRunning }
 
   /// Waits for a line starting with `listening on `; returns its port.
   func waitUntilListening(timeout: Duration = .seconds(60)) async throws -> Int {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
-      let (lines, closed) = output.withLock { ($0.lines, $0.closed) }
-      if let line = lines.first(where: { $0.hasPrefix("listening on ") }), let colon = line.lastIndex(of: ":"),
-        let port = Int(line[line.index(after: colon)...])
-      {
-        return port
-      }
+      let closed = output.isClosed
+      if let port = output.listeningPort { return port }
       if closed { break }
       try await Task.sleep(for: .milliseconds(50))
     }
@@ -102,7 +84,7 @@ final class ChildProcess: @unchecked Sendable {
     while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
     if process.isRunning { kill() }
     process.waitUntilExit()
-    for _ in 0..<100 where !output.withLock({ $0.closed }) { try? await Task.sleep(for: .milliseconds(20)) }
+    for _ in 0..<100 where !output.isClosed { try? await Task.sleep(for: .milliseconds(20)) }
     return process.terminationStatus
   }
 
@@ -116,7 +98,7 @@ final class ChildProcess: @unchecked Sendable {
     if process.isRunning { kill() }
     process.waitUntilExit()
     // Let the reader thread take the last lines.
-    for _ in 0..<100 where !output.withLock({ $0.closed }) { try? await Task.sleep(for: .milliseconds(20)) }
+    for _ in 0..<100 where !output.isClosed { try? await Task.sleep(for: .milliseconds(20)) }
     return process.terminationStatus
   }
 
