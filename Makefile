@@ -10,6 +10,7 @@ FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 10
 
 .PHONY: all demo demo-ci demo-relay relay-chaos test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
+	swift-test-ci waiting-tests tsan-build asan-build fuzz-build \
 	bench bench-full bench-deps bench-build bench-micro bench-report
 
 all: build
@@ -34,24 +35,35 @@ DEMO_ARGS ?=
 demo: build
 	$(BUILD_DIR)/tripwatch demo $(DEMO_ARGS)
 
-## test: install what is missing, build, and run every test
-## (each phase prints the time it starts at: `make test: … at HH:MM:SS`)
+## test: install what is missing, build, and run every test. Every test runs once: the suites that run under
+## ThreadSanitizer or AddressSanitizer (TSAN_FILTER, ASAN_FILTER) run only there. Each phase pairs work that
+## keeps both cores busy with work that mostly waits on servers and timers, and prints when it starts
+## (`make test: … at HH:MM:SS`):
+## 1. format-check, the venv, the build, the ASan build and the fuzzers;
+## 2. the Swift tests but the sanitizers' (swift-test-ci);
+## 3. the Python tests and the demo, beside the TSan build;
+## 4. chaos, relay-chaos, the ASan tests and the fuzzers' run, beside the TSan tests.
 test: deps
-	@echo "make test: format-check, the venv and the build at $$(date +%T)"
-	$(MAKE) -j3 --output-sync=target format-check venv build
-	@echo "make test: swift-test at $$(date +%T)"
-	$(MAKE) swift-test
-	@echo "make test: python-test, demo-ci, sanitizer-builds at $$(date +%T)"
-	$(MAKE) -j3 --output-sync=target python-test demo-ci sanitizer-builds
-	@echo "make test: chaos, relay-chaos, test-tsan, test-asan, fuzz-ci at $$(date +%T)"
-	$(MAKE) chaos relay-chaos test-tsan test-asan fuzz-ci
+	@echo "make test: format-check, venv, build, asan-build, fuzz-build at $$(date +%T)"
+	$(MAKE) -j5 --output-sync=target format-check venv build asan-build fuzz-build
+	@echo "make test: swift-test-ci at $$(date +%T)"
+	$(MAKE) swift-test-ci
+	@echo "make test: python-test, demo-ci, tsan-build at $$(date +%T)"
+	$(MAKE) -j3 --output-sync=target python-test demo-ci tsan-build
+	@echo "make test: chaos, relay-chaos, test-asan, fuzz-ci beside test-tsan at $$(date +%T)"
+	$(MAKE) -j2 --output-sync=target test-tsan waiting-tests
 	@echo "make test: passed at $$(date +%T)"
 
-## sanitizer-builds: the ThreadSanitizer and AddressSanitizer builds and the fuzzers, which `make test` runs
-## beside the Python tests and the demo (they mostly wait on servers and timers): a third of CI's time is these builds
-sanitizer-builds:
+# The last phase's other half: tests that mostly wait (a killed server's downtime, a relay's ack wait).
+waiting-tests:
+	$(MAKE) chaos relay-chaos test-asan fuzz-ci
+
+## tsan-build, asan-build, fuzz-build: the sanitizer builds `make test` runs (test-tsan and test-asan build too)
+tsan-build:
 	$(TSAN_ENV) $(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+asan-build:
 	$(ASAN_ENV) $(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
+fuzz-build:
 	scripts/build-fuzzer.sh
 
 ## format: rewrite the Swift sources in place with swift-format (the toolchain's `swift format`, rules in
@@ -75,12 +87,17 @@ demo-ci:
 #   their own so the rest of the suite does not starve them on a 2-core machine;
 # - alone, one test at a time (--no-parallel): 10,000 polled trips on the virtual clock (seconds of CPU), and the
 #   decode budget's peak-memory measurement (the process's VmHWM, which any test running beside it adds to).
+MAIN_PASS_SKIP   ?=
 WALL_TIME_SUITES := EndToEndTests|FleetSimTests
 ALONE_SUITES     := PollBudgetTests|DecodeBudgetPeakMemoryTests
 swift-test:
-	$(SWIFT) test --skip '$(WALL_TIME_SUITES)|$(ALONE_SUITES)|ChaosTests'
+	$(SWIFT) test --skip '$(WALL_TIME_SUITES)|$(ALONE_SUITES)|ChaosTests$(MAIN_PASS_SKIP)'
 	$(SWIFT) test --skip-build --filter '$(WALL_TIME_SUITES)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(ALONE_SUITES)'
+
+## swift-test-ci: swift-test without the suites test-tsan and test-asan run (make test runs those)
+swift-test-ci:
+	$(MAKE) swift-test MAIN_PASS_SKIP='|$(TSAN_FILTER)|$(ASAN_FILTER)'
 
 ## chaos: 2,000 trips followed while a fleetsim process is killed and restarted and sends GOAWAY, resets,
 ## drops and UNAVAILABLE; blocked subscribers; client-error classes that heal. Prints `chaos:` figures.
