@@ -47,9 +47,10 @@ final class JourneySharingMetrics: Sendable {
 
   /// Deliveries made since the last flush (delivery threads add, the sampler takes).
   private let deliveredTally = Atomic<Int>(0)
-  /// Trips followed now, and subscribers registered now.
-  private let following = Atomic<Int>(0)
-  private let subscribers = Atomic<Int>(0)
+  /// Trips followed now, and subscribers registered now. Counted and recorded under a lock: trips start and
+  /// stop on several event loops at once, and a count recorded out of order would leave the gauge wrong.
+  private let following = Locked(0)
+  private let subscribers = Locked(0)
   /// The transport's and the budget's figures at the last sample, for the counters' increments.
   private let lastSample = Locked<Sample>(Sample())
 
@@ -137,14 +138,18 @@ final class JourneySharingMetrics: Sendable {
 
   /// A trip started (+1) or stopped (-1) following.
   func followingChanged(by delta: Int) {
-    let now = following.add(delta, ordering: .relaxed).newValue
-    followedTrips.record(now)
+    following.withLock { count in
+      count += delta
+      followedTrips.record(count)
+    }
   }
 
   /// A subscriber or update sequence registered (+1) or left (-1).
   func subscribersChanged(by delta: Int) {
-    let now = subscribers.add(delta, ordering: .relaxed).newValue
-    subscriberGauge.record(now)
+    subscribers.withLock { count in
+      count += delta
+      subscriberGauge.record(count)
+    }
   }
 
   // MARK: - Sampled
