@@ -10,8 +10,8 @@ FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 10
 
 .PHONY: all demo demo-ci demo-relay relay-chaos test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
-	swift-test-ci waiting-tests tsan-build asan-build fuzz-build \
-	bench bench-full bench-deps bench-build bench-micro bench-report
+	swift-test-ci tsan-tests waiting-tests tsan-build asan-build fuzz-build \
+	bench bench-full bench-deps bench-build bench-micro bench-report bench-relay
 
 all: build
 
@@ -36,27 +36,32 @@ demo: build
 	$(BUILD_DIR)/tripwatch demo $(DEMO_ARGS)
 
 ## test: install what is missing, build, and run every test. Every test runs once: the suites that run under
-## ThreadSanitizer or AddressSanitizer (TSAN_FILTER, ASAN_FILTER) run only there. Each phase pairs work that
-## keeps both cores busy with work that mostly waits on servers and timers, and prints when it starts
+## ThreadSanitizer or AddressSanitizer (TSAN_FILTER, ASAN_FILTER) run only there, and the debug build leaves out
+## the test targets only a sanitizer pass runs (SANITIZER_ONLY_TEST_TARGETS). Work that keeps both cores busy
+## runs beside work that mostly waits on servers and timers; each phase prints when it starts
 ## (`make test: … at HH:MM:SS`):
 ## 1. format-check, the venv, the build, the ASan build and the fuzzers;
 ## 2. the Swift tests but the sanitizers' (swift-test-ci);
-## 3. the Python tests and the demo, beside the TSan build;
-## 4. chaos, relay-chaos, the ASan tests and the fuzzers' run, beside the TSan tests.
+## 3. side by side: the Python tests; the TSan build, then the TSan tests; the demo, the ASan tests, the
+##    fuzzers' run, chaos and relay-chaos.
+SANITIZER_ONLY_TEST_TARGETS := UpdatePipelineTests,HTTP2TransportTests,ProtoWireTests,FleetEngineMessagesTests,GRPCProtocolTests,HTTP2SessionTests
+CI_ENV := JOURNEYSHARING_SKIP_TEST_TARGETS=$(SANITIZER_ONLY_TEST_TARGETS)
 test: deps
 	@echo "make test: format-check, venv, build, asan-build, fuzz-build at $$(date +%T)"
-	$(MAKE) -j5 --output-sync=target format-check venv build asan-build fuzz-build
+	$(CI_ENV) $(MAKE) -j5 --output-sync=target format-check venv build asan-build fuzz-build
 	@echo "make test: swift-test-ci at $$(date +%T)"
-	$(MAKE) swift-test-ci
-	@echo "make test: python-test, demo-ci, tsan-build at $$(date +%T)"
-	$(MAKE) -j3 --output-sync=target python-test demo-ci tsan-build
-	@echo "make test: chaos, relay-chaos, test-asan, fuzz-ci beside test-tsan at $$(date +%T)"
-	$(MAKE) -j2 --output-sync=target test-tsan waiting-tests
+	$(CI_ENV) $(MAKE) swift-test-ci
+	@echo "make test: python-test, tsan-tests, waiting-tests at $$(date +%T)"
+	$(CI_ENV) $(MAKE) -j3 --output-sync=target python-test tsan-tests waiting-tests
 	@echo "make test: passed at $$(date +%T)"
 
-# The last phase's other half: tests that mostly wait (a killed server's downtime, a relay's ack wait).
+# Phase 3's chains: the TSan build and tests; the tests that mostly wait (the demo's simulated trips, a killed
+# server's downtime, a relay's ack wait) with the short ASan and fuzzing runs first.
+tsan-tests:
+	$(MAKE) tsan-build
+	$(MAKE) test-tsan
 waiting-tests:
-	$(MAKE) chaos relay-chaos test-asan fuzz-ci
+	$(MAKE) demo-ci test-asan fuzz-ci chaos relay-chaos
 
 ## tsan-build, asan-build, fuzz-build: the sanitizer builds `make test` runs (test-tsan and test-asan build too)
 tsan-build:
@@ -168,6 +173,7 @@ fuzz-ci:
 BENCH_RESULTS := Benchmarks/results
 TRIPLOAD      := Benchmarks/.build/release/tripload
 TRIPLOAD_ARGS ?=
+TRIPLOAD_RELAY_ARGS ?=
 bench: deps bench-deps bench-build bench-micro
 	$(TRIPLOAD) run --out $(BENCH_RESULTS)/e2e.json $(TRIPLOAD_ARGS)
 	$(MAKE) bench-report
@@ -181,6 +187,12 @@ bench-full: deps bench-deps bench-build
 ## bench-deps: h2load and nghttpd (Debian nghttp2-client, nghttp2-server), only when missing
 bench-deps:
 	@scripts/install-bench-deps.sh
+
+## bench-relay: 10,000 trips followed once by one relay (tripwatch relay run, on a nats-server of its own) for 10
+## downstream clients each following all of them; three runs, their medians in Benchmarks/results/relay.json
+bench-relay: deps bench-deps
+	cd Benchmarks && $(SWIFT) build -c release --product tripload && $(SWIFT) build -c release --product tripwatch
+	$(TRIPLOAD) relay --out $(BENCH_RESULTS)/relay.json $(TRIPLOAD_RELAY_ARGS)
 
 bench-build:
 	cd Benchmarks && $(SWIFT) build -c release --product tripload

@@ -383,7 +383,8 @@ let targets: [Target] = [
 // Linux only: the transport runs on epoll (HTTP2Transport stops the build elsewhere with an #error).
 // CI's sanitizer builds (`make test-tsan`, `make test-asan`) compile only what their tests need:
 // JOURNEYSHARING_TEST_TARGETS names test targets (comma-separated), and the package is cut down to those,
-// the targets they reach and the packages those use. Unset, as for every user, the package is whole.
+// the targets they reach and the packages those use; JOURNEYSHARING_SKIP_TEST_TARGETS leaves test targets out.
+// Unset, as for every user, the package is whole.
 var package = Package(name: "JourneySharing", products: products, dependencies: dependencies, targets: targets)
 if let names = Context.environment["JOURNEYSHARING_TEST_TARGETS"] {
   let byName = Dictionary(uniqueKeysWithValues: targets.map { ($0.name, $0) })
@@ -406,4 +407,8 @@ if let names = Context.environment["JOURNEYSHARING_TEST_TARGETS"] {
     guard case .sourceControl(_, let location, _) = dependency.kind else { return true }
     return packages.contains(String(location.split(separator: "/").last ?? ""))
   }
+} else if let names = Context.environment["JOURNEYSHARING_SKIP_TEST_TARGETS"] {
+  // `make test`'s debug build leaves out the test targets that it runs only under a sanitizer.
+  let skipped = Set(names.split(separator: ",").map(String.init))
+  package.targets = targets.filter { $0.type != .test || !skipped.contains($0.name) }
 }
