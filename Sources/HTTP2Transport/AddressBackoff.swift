@@ -17,6 +17,8 @@ final class AddressBackoff: Sendable {
     /// Counts the failures that started a backoff period: an attempt's failure counts only when no other
     /// failure came since the attempt started.
     var generation = 0
+    /// Why the last attempt failed.
+    var lastError: ConnectionError?
     /// Whether a loop's attempt to this failing address is under way.
     var attemptInFlight = false
     /// Loops waiting for that attempt's outcome.
@@ -34,6 +36,11 @@ final class AddressBackoff: Sendable {
   }
 
   private let entries = Locked<[String: Entry]>([:])
+
+  /// Why the last attempt to `key` failed, while it is failing.
+  func lastError(_ key: String) -> ConnectionError? {
+    entries.withLock { $0[key]?.lastError }
+  }
 
   /// Until when attempts to `key` wait; 0 when they need not.
   func until(_ key: String) -> UInt64 {
@@ -56,10 +63,12 @@ final class AddressBackoff: Sendable {
     }
   }
 
-  /// The attempt to `key` that started at `generation` failed at `now`. Returns the delay `delay` chose for
+  /// The attempt to `key` that started at `generation` failed at `now` with `error`. Returns the delay `delay` chose for
   /// this many failures in a row when this failure starts a new backoff period; nil when another failure
   /// already counted for it (attempts that were under way together).
-  func failed(_ key: String, generation: Int, now: UInt64, delay: (Int) -> Duration) -> Duration? {
+  func failed(
+    _ key: String, generation: Int, now: UInt64, error: ConnectionError, delay: (Int) -> Duration
+  ) -> Duration? {
     var wake: [@Sendable () -> Void] = []
     let chosen = entries.withLock { entries -> Duration? in
       guard var entry = entries[key] ?? (generation == 0 ? Entry() : nil), entry.generation == generation else {
@@ -67,6 +76,7 @@ final class AddressBackoff: Sendable {
       }
       entry.failures += 1
       entry.generation += 1
+      entry.lastError = error
       let chosen = delay(entry.failures)
       entry.until = now + UInt64(max(0, chosen.wholeNanoseconds))
       entry.attemptInFlight = false

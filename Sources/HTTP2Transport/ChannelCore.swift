@@ -364,7 +364,7 @@ final class ChannelCore: ClientConnectionDelegate {
     /// Connects unless the channel's backoff for the address says to wait.
     func connectIfAllowed(_ endpoint: ResolvedEndpoint) -> Bool {
       let core = LoopBound(self, loop: loop)
-      switch backoff.start(endpoint.key, now: now, wake: { core.loop.execute { core.value.ensureConnecting() } }) {
+      switch backoff.start(endpoint.key, now: now, wake: { core.loop.execute { core.value.anotherAttemptEnded() } }) {
       case .connect(let generation):
         connect(to: endpoint, generation: generation)
         return true
@@ -462,7 +462,8 @@ final class ChannelCore: ClientConnectionDelegate {
     if let key {
       // Counted once for the channel: a failure of an attempt under way beside another that already failed
       // starts no backoff period of its own.
-      delay = backoff.failed(key, generation: generation ?? 0, now: monotonicNanoseconds()) { failures in
+      delay = backoff.failed(key, generation: generation ?? 0, now: monotonicNanoseconds(), error: error) {
+        failures in
         configuration.backoff.delay(retry: failures, using: &random)
       }
     } else {
@@ -487,13 +488,27 @@ final class ChannelCore: ClientConnectionDelegate {
     }
     // Fail fast: calls waiting for a connection end UNAVAILABLE now, unless another
     // connection can still take them.
-    if !connections.contains(where: isOpen) {
-      let failed = waiting
-      waiting.removeAll()
-      for call in failed {
-        queuedCalls[call.id] = nil
-        finishUnstarted(call, Self.unavailable(error))
-      }
+    if !connections.contains(where: isOpen) { failWaitingCalls(error) }
+  }
+
+  /// Another loop's attempt to a failing address, which this core waited for, ended: when it made a connection,
+  /// this core connects too; when it failed and every address is backing off with no connection open here, the
+  /// calls waiting here fail fast as the other loop's did.
+  private func anotherAttemptEnded() {
+    if !waiting.isEmpty, inTransientFailure() {
+      let error = addresses.lazy.compactMap { self.backoff.lastError($0.key) }.first ?? lastFailure ?? .shutdown
+      lastFailure = error
+      failWaitingCalls(error)
+    }
+    ensureConnecting()
+  }
+
+  private func failWaitingCalls(_ error: ConnectionError) {
+    let failed = waiting
+    waiting.removeAll()
+    for call in failed {
+      queuedCalls[call.id] = nil
+      finishUnstarted(call, Self.unavailable(error))
     }
   }
 

@@ -118,16 +118,19 @@ struct BackoffTests {
     let channel = try GRPCChannel(host: "127.0.0.1", port: reserved.port, configuration: configuration)
 
     // Calls all the time on every loop: with a backoff per loop, each loop would make an attempt every
-    // backoff period (about 4 × 9 in 1.6 s).
+    // backoff period (4 loops × 9 periods in the 1.6 s these calls take on an idle machine). A fixed number of
+    // calls, not a time window: under load the tasks may start late, and the bound below follows the time taken.
     let clock = ContinuousClock()
     let started = clock.now
+    let tasks = 2 * loops
+    let callsPerTask = 40
     let failed = await withTaskGroup(of: Int.self) { group in
-      for _ in 0..<(2 * loops) {
+      for _ in 0..<tasks {
         group.addTask {
           var failed = 0
-          while clock.now - started < .milliseconds(1600) {
+          for _ in 0..<callsPerTask {
             if await unaryError(channel, path: Method.unary, request: [1])?.code == .unavailable { failed += 1 }
-            try? await Task.sleep(for: .milliseconds(10))
+            try? await Task.sleep(for: .milliseconds(40))
           }
           return failed
         }
@@ -136,7 +139,7 @@ struct BackoffTests {
     }
     let elapsed = clock.now - started
     let stats = await channel.stats()
-    #expect(failed > 8 * loops, "calls made: \(failed)")
+    #expect(failed == tasks * callsPerTask, "\(failed) of \(tasks * callsPerTask) calls failed UNAVAILABLE")
     #expect(stats.connectFailures == stats.connectAttempts)
     // The most attempts one backoff allows in `elapsed`: a first round (one per loop, all at once while the
     // address had not failed yet), then one per period, each at least 0.8 × its base delay.
