@@ -9,8 +9,10 @@ import HTTP2Transport
 import JourneySharing
 import Logging
 import Primitives
+import ServiceLifecycle
 import Synchronization
 import ToolSupport
+import UnixSignals
 
 #if canImport(Glibc)
   import Glibc
@@ -23,7 +25,8 @@ struct Demo: AsyncParsableCommand {
     discussion: """
       Shows one row per trip (status, vehicle position, ETAs to pickup and dropoff, remaining distance, \
       progress) redrawn in place on a terminal, or plain lines otherwise, then a summary. Exits 0 when every \
-      followed trip reached its final state (COMPLETE or CANCELED), 6 when --duration ran out first.
+      followed trip reached its final state (COMPLETE or CANCELED), 6 when --duration ran out first. SIGTERM \
+      or SIGINT stops it gracefully: the summary, then exit 0.
       """)
 
   @Option(help: "Number of trips to follow.")
@@ -74,7 +77,65 @@ struct Demo: AsyncParsableCommand {
     }
     for follower in followers { follower.follow() }
 
-    let interactive = !plain && isatty(1) == 1
+    // The services and the view in a ServiceGroup: the view returns when every trip is final or --duration ran
+    // out (which shuts the group down gracefully), or on SIGTERM or SIGINT; the services shut down after it.
+    let view = DemoViewService(
+      followers: followers, interactive: !plain && isatty(1) == 1, duration: duration)
+    let group = ServiceGroup(
+      configuration: ServiceGroupConfiguration(
+        services: [
+          ServiceGroupConfiguration.ServiceConfiguration(service: services, serviceName: "JourneySharingServices"),
+          ServiceGroupConfiguration.ServiceConfiguration(
+            service: view, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "demo"),
+        ],
+        gracefulShutdownSignals: [.sigterm, .sigint],
+        logger: Logger(label: "tripwatch", factory: { _ in SwiftLogNoOpLogHandler() })))
+    try await group.run()
+    for follower in followers { follower.stop() }
+    await services.shutdown()
+    await sim.shutdown()
+
+    let rows = followers.map { $0.row }
+    let completed = rows.filter { $0.status == .complete }.count
+    let canceled = rows.filter { $0.status == .canceled }.count
+    let updates = rows.reduce(0) { $0 + $1.updates }
+    let errors = rows.reduce(0) { $0 + $1.errors }
+    print(
+      "summary: \(rows.count) trips followed, \(completed) completed, \(canceled) canceled, "
+        + "\(rows.count - completed - canceled) unfinished, \(updates) updates received, \(errors) errors")
+    // On a signal the run succeeds, as `tripwatch follow`'s does.
+    if completed + canceled < rows.count, !view.interrupted {
+      throw ToolFailure(.incomplete, "\(rows.count - completed - canceled) trip(s) unfinished after \(duration) s")
+    }
+  }
+
+}
+
+/// The terminal's height in rows (24 when standard output is no terminal).
+func terminalRows() -> Int {
+  var size = winsize()
+  if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 { return Int(size.ws_row) }
+  return 24
+}
+
+/// The demo's view: redraws the rows (or prints changed ones) until every trip is final, --duration ran out,
+/// or the group shuts down gracefully (SIGTERM, SIGINT).
+final class DemoViewService: Service, Sendable {
+  let followers: [DemoFollower]
+  let interactive: Bool
+  let duration: Double
+  private let stoppedBySignal = Mutex(false)
+
+  init(followers: [DemoFollower], interactive: Bool, duration: Double) {
+    self.followers = followers
+    self.interactive = interactive
+    self.duration = duration
+  }
+
+  /// Whether a signal stopped it before every trip was final (read after ``run()`` returned).
+  var interrupted: Bool { stoppedBySignal.withLock { $0 } }
+
+  func run() async throws {
     let started = unixTime()
     var drawnLines = 0
     var lastPlain: [String] = []
@@ -102,28 +163,11 @@ struct Demo: AsyncParsableCommand {
         lastPlain = lines
       }
       if finished || elapsed >= duration { break }
+      if Task.isShuttingDownGracefully || Task.isCancelled {
+        stoppedBySignal.withLock { $0 = true }
+        break
+      }
     }
-    for follower in followers { follower.stop() }
-    await services.shutdown()
-    await sim.shutdown()
-
-    let rows = followers.map { $0.row }
-    let completed = rows.filter { $0.status == .complete }.count
-    let canceled = rows.filter { $0.status == .canceled }.count
-    let updates = rows.reduce(0) { $0 + $1.updates }
-    let errors = rows.reduce(0) { $0 + $1.errors }
-    print(
-      "summary: \(rows.count) trips followed, \(completed) completed, \(canceled) canceled, "
-        + "\(rows.count - completed - canceled) unfinished, \(updates) updates received, \(errors) errors")
-    if completed + canceled < rows.count {
-      throw ToolFailure(.incomplete, "\(rows.count - completed - canceled) trip(s) unfinished after \(duration) s")
-    }
-  }
-
-  func terminalRows() -> Int {
-    var size = winsize()
-    if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 { return Int(size.ws_row) }
-    return 24
   }
 }
 

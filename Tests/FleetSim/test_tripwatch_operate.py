@@ -201,3 +201,24 @@ def test_json_summary_on_sigterm(fsim_start, tripwatch_follow):
     code, output, _ = watch.stop(signal.SIGTERM)
     assert code == 0
     assert output[-1].startswith('{"event":"summary","trips":1,'), output[-1]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_demo_stops_on_a_signal_with_its_summary_and_exit_0(tool_tripwatch, sig):
+    """`tripwatch demo` runs in a ServiceGroup too: a signal while trips are under way prints the summary and
+    exits 0 (without one, --duration running out is exit 6)."""
+    process = subprocess.Popen([tool_tripwatch, "demo", "--plain", "--trips", "3", "--speedup", "5"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = process.stdout.readline()
+        assert first.startswith("trip-"), first
+        time.sleep(1.0)
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, (out[-2000:], err[-2000:])
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("summary: 3 trips followed, 0 completed, 0 canceled, 3 unfinished, "), last
