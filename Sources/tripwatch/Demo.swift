@@ -12,7 +12,6 @@ import Primitives
 import ServiceLifecycle
 import Synchronization
 import ToolSupport
-import UnixSignals
 
 #if canImport(Glibc)
   import Glibc
@@ -81,16 +80,7 @@ struct Demo: AsyncParsableCommand {
     // out (which shuts the group down gracefully), or on SIGTERM or SIGINT; the services shut down after it.
     let view = DemoViewService(
       followers: followers, interactive: !plain && isatty(1) == 1, duration: duration)
-    let group = ServiceGroup(
-      configuration: ServiceGroupConfiguration(
-        services: [
-          ServiceGroupConfiguration.ServiceConfiguration(service: services, serviceName: "JourneySharingServices"),
-          ServiceGroupConfiguration.ServiceConfiguration(
-            service: view, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "demo"),
-        ],
-        gracefulShutdownSignals: [.sigterm, .sigint],
-        logger: Logger(label: "tripwatch", factory: { _ in SwiftLogNoOpLogHandler() })))
-    try await group.run()
+    try await runUntilDoneOrSignalled(services, then: view, named: "demo")
     for follower in followers { follower.stop() }
     await services.shutdown()
     await sim.shutdown()

@@ -146,19 +146,7 @@ struct Follow: AsyncParsableCommand {
     let following = FollowService(
       services: services, names: names, tracker: tracker, giveUpAfter: giveUpAfter,
       summaryInterval: summary ? summaryInterval : nil, duration: duration)
-    // The services shut down after the follower (a group stops its services in reverse order): when every
-    // trip is final or --duration ran out (the follower returns, which shuts the group down gracefully), or on
-    // SIGTERM or SIGINT, which the group traps before it runs anything.
-    let group = ServiceGroup(
-      configuration: ServiceGroupConfiguration(
-        services: [
-          ServiceGroupConfiguration.ServiceConfiguration(service: services, serviceName: "JourneySharingServices"),
-          ServiceGroupConfiguration.ServiceConfiguration(
-            service: following, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "follow"),
-        ],
-        gracefulShutdownSignals: [.sigterm, .sigint],
-        logger: Logger(label: "tripwatch", factory: { _ in SwiftLogNoOpLogHandler() })))
-    try await group.run()
+    try await runUntilDoneOrSignalled(services, then: following, named: "follow")
     let outcome = following.outcome
     let counts = tracker.counts()
     // On a signal the summary is printed whatever the output mode, and the run succeeds.
@@ -488,6 +476,24 @@ struct FollowOutput: Sendable {
         ])
       })
   }
+}
+
+/// Runs `services` and then `main` in a ServiceGroup until `main` returns (which shuts the group down
+/// gracefully) or SIGTERM or SIGINT comes, which the group traps before it runs anything; the services shut
+/// down after `main` (a group stops its services in reverse order).
+func runUntilDoneOrSignalled(_ services: JourneySharingServices, then main: some Service, named name: String)
+  async throws
+{
+  let group = ServiceGroup(
+    configuration: ServiceGroupConfiguration(
+      services: [
+        ServiceGroupConfiguration.ServiceConfiguration(service: services, serviceName: "JourneySharingServices"),
+        ServiceGroupConfiguration.ServiceConfiguration(
+          service: main, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: name),
+      ],
+      gracefulShutdownSignals: [.sigterm, .sigint],
+      logger: Logger(label: "tripwatch", factory: { _ in SwiftLogNoOpLogHandler() })))
+  try await group.run()
 }
 
 /// Follows the trips until each is final or given up, --duration runs out, or graceful shutdown (a
