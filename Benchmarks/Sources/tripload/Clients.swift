@@ -54,11 +54,12 @@ final class JourneySharingLoadClient: LoadClient, @unchecked Sendable {
   let services: JourneySharingServices
   private var subscriptions: [(TripModel, RecordingSubscriber)] = []
 
-  init(host: String, port: Int, connections: Int, deliveryThreads: Int) throws {
+  init(host: String, port: Int, connections: Int, deliveryThreads: Int, eventLoops: Int?) throws {
     var configuration = JourneySharingConfiguration(
       host: host, port: port, security: .plaintext, providerID: "load", fetchMode: .stream,
       logger: Logger(label: "tripload"))
-    configuration.channel.maxConnections = connections
+    configuration.connection.maxConnections = connections
+    if let eventLoops { configuration.connection.eventLoops = JourneySharingEventLoops(loopCount: eventLoops) }
     configuration.deliveryThreads = deliveryThreads
     services = try JourneySharingServices(configuration: configuration)
   }

@@ -39,7 +39,8 @@ struct RunCommand: AsyncParsableCommand {
   @Flag(help: "The long version: more trip counts, longer windows.") var full = false
   @Option(help: "Where to write the JSON results.") var out = "results/e2e.json"
   @Option(help: "Measured seconds per client (default: 8 quick, 20 full).") var duration: Double?
-  @Option(help: "Clients to run, comma-separated.") var clients = "journeysharing,grpc-swift"
+  @Option(help: "Clients to run, comma-separated (journeysharing: an event loop per core; journeysharing-1-loop: one).")
+  var clients = "journeysharing,journeysharing-1-loop,grpc-swift"
   @Option(help: "Trip counts at 1 update/s, comma-separated (default: quick 1000,10000,100000).") var trips: String?
 
   func run() async throws {
@@ -100,18 +101,7 @@ struct RunCommand: AsyncParsableCommand {
   }
 
   func runClient(executable: String, arguments: [String]) -> ClientResult? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.standardError
-    do { try process.run() } catch { return nil }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("RESULT ") }) else { return nil }
-    return try? JSONDecoder().decode(ClientResult.self, from: Data(line.dropFirst("RESULT ".count).utf8))
+    runTriploadClient(executable: executable, arguments: arguments, standardError: .standardError)
   }
 
   func machineDescription() -> String {
@@ -176,13 +166,8 @@ struct RunCommand: AsyncParsableCommand {
       requestsPerSecond: rate, payloadBytes: payload, output: summary)
   }
 
-  func which(_ name: String) -> String? {
-    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-      let path = "\(directory)/\(name)"
-      if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
-    return nil
-  }
+  func which(_ name: String) -> String? { try? tripload.which(name) }
+
 }
 
 /// The size of a small update as gRPC sends it: 5-byte prefix plus the message.

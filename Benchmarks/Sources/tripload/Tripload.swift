@@ -3,6 +3,7 @@
 //   tripload server  --trips N (--rate R | --saturate)            FleetSim in load mode on 127.0.0.1
 //   tripload client  --kind journeysharing|grpc-swift --port P …  follows N trips, prints one RESULT line
 //   tripload run     [--quick | --full] --out DIR                 every scenario, side by side; writes results
+//   tripload relay   --trips N --clients M                         N trips through one relay to M clients (Relay.swift)
 //
 // `run` starts a server process per scenario, then the clients one after the other against
 // that same server (each in its own process, so CPU and memory are the client's alone),
@@ -25,7 +26,7 @@ struct Tripload: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "tripload",
     abstract: "End-to-end load: follow N trips on FleetSim with this project's client and with grpc-swift-2.",
-    subcommands: [RunCommand.self, ServerCommand.self, ClientCommand.self],
+    subcommands: [RunCommand.self, ServerCommand.self, ClientCommand.self, RelayCommand.self],
     defaultSubcommand: RunCommand.self)
 }
 
@@ -69,7 +70,7 @@ struct ClientCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "client", abstract: "Follow trips on a tripload server; prints progress, then `RESULT {json}`.")
 
-  @Option(help: "journeysharing or grpc-swift.") var kind = "journeysharing"
+  @Option(help: "journeysharing, journeysharing-1-loop (one event loop) or grpc-swift.") var kind = "journeysharing"
   @Option(help: "Server port on 127.0.0.1.") var port: Int
   @Option(help: "Trips to follow.") var trips = 1000
   @Option(help: "HTTP/2 connections.") var connections = 1
@@ -84,13 +85,15 @@ struct ClientCommand: AsyncParsableCommand {
     let baseline = residentBytes()
     let client: any LoadClient
     switch kind {
-    case "journeysharing":
+    case "journeysharing", "journeysharing-1-loop":
+      // The default is an event loop per core; the other kind compares it with a single loop.
       client = try JourneySharingLoadClient(
-        host: "127.0.0.1", port: port, connections: connections, deliveryThreads: deliveryThreads)
+        host: "127.0.0.1", port: port, connections: connections, deliveryThreads: deliveryThreads,
+        eventLoops: kind == "journeysharing" ? nil : 1)
     case "grpc-swift":
       client = GRPCSwiftLoadClient(host: "127.0.0.1", port: port, connections: connections)
     default:
-      throw ValidationError("--kind must be journeysharing or grpc-swift")
+      throw ValidationError("--kind must be journeysharing, journeysharing-1-loop or grpc-swift")
     }
     let begin = monotonicSeconds()
     try await client.start(trips: trips, recorder: recorder)
