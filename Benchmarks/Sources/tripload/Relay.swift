@@ -252,7 +252,12 @@ func runTriploadClient(
   do { try process.run() } catch { return nil }
   let data = pipe.fileHandleForReading.readDataToEndOfFile()
   process.waitUntilExit()
-  let text = String(decoding: data, as: UTF8.self)
+  return clientResult(in: data)
+}
+
+/// The `RESULT {json}` line a `tripload client` printed last, decoded.
+func clientResult(in output: Data) -> ClientResult? {
+  let text = String(decoding: output, as: UTF8.self)
   guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("RESULT ") }) else { return nil }
   return try? JSONDecoder().decode(ClientResult.self, from: Data(line.dropFirst("RESULT ".count).utf8))
 }
@@ -274,10 +279,7 @@ final class LaunchedClient: @unchecked Sendable {
     Thread.detachNewThread { [self] in
       let data = pipe.fileHandleForReading.readDataToEndOfFile()
       process.waitUntilExit()
-      let text = String(decoding: data, as: UTF8.self)
-      let result = text.split(separator: "\n").last(where: { $0.hasPrefix("RESULT ") }).flatMap {
-        try? JSONDecoder().decode(ClientResult.self, from: Data($0.dropFirst("RESULT ".count).utf8))
-      }
+      let result = clientResult(in: data)
       lock.withLock { outcome = (result, monotonicSeconds()) }
     }
   }
