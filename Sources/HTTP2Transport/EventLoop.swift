@@ -230,10 +230,11 @@ package final class EventLoop: @unchecked Sendable {
   package func shutdown() {
     stopping.store(true, ordering: .releasing)
     wake()
-    if !inEventLoop, let thread {
-      pthread_join(thread, nil)
-      self.thread = nil
-    }
+    guard let thread else { return }
+    // Called on the loop's own thread (the last reference to its group went there): it cannot wait for
+    // itself, so it is detached, to end on its own once `run()` returns.
+    if inEventLoop { pthread_detach(thread) } else { pthread_join(thread, nil) }
+    self.thread = nil
   }
 
   private func run() {
