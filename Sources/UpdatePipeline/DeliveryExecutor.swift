@@ -276,17 +276,22 @@ final class DeliveryWorkerPool: @unchecked Sendable {
     pthread_mutex_unlock(lock)
 
     while true {
+      // Counted as running from before the dequeue, so that `hasPendingWork` never sees a job that has left
+      // the queue and not yet started (a test waiting for deliveries moved on in that gap once, under TSan).
+      // Sequentially consistent: ordered before the dequeue, against `hasPendingWork`'s fence.
+      running.add(1, ordering: .sequentiallyConsistent)
       if let job = nextJob() {
         // More waiting behind this one: share it with a parked worker (jobs submitted in a batch
         // woke only one).
         // Relaxed: a hint; a worker missed here only means less parallelism, never a lost job.
         if sleepers.load(ordering: .relaxed) > 0 && hasWork { wakeOneIfParked() }
-        // Relaxed: a count for `hasPendingWork`'s snapshot; the job's own synchronization orders its work.
-        running.add(1, ordering: .relaxed)
         job.runDelivery()
-        running.subtract(1, ordering: .relaxed)
+        // Releasing: the job's effects come before the count that says it is done.
+        running.subtract(1, ordering: .releasing)
         continue
       }
+      // Relaxed: nothing was taken.
+      running.subtract(1, ordering: .relaxed)
       // Acquire: pairs with shutdown's release (nothing else is published with it, but it is cheap).
       if stopping.load(ordering: .acquiring) {
         // Relaxed: a hint; the list itself is read under its mutex by `nextJob`.
@@ -344,8 +349,11 @@ final class DeliveryWorkerPool: @unchecked Sendable {
 
   /// Whether a job is queued, in the overflow list, or running (a snapshot).
   var hasPendingWork: Bool {
-    // Acquire: pairs with nothing in particular; a snapshot read after the submitter's publication.
-    hasWork || running.load(ordering: .acquiring) > 0
+    if hasWork { return true }
+    // A job that left the queue was counted in `running` before it left: the fence orders this read of
+    // `running` after the look at the queue.
+    atomicMemoryFence(ordering: .sequentiallyConsistent)
+    return running.load(ordering: .sequentiallyConsistent) > 0
   }
 
   private var hasWork: Bool {
