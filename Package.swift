@@ -155,7 +155,7 @@ let targets: [Target] = [
   // Test code shared by test targets (a log handler that keeps records); not a product.
   .target(
     name: "TestLogging",
-    dependencies: [.product(name: "Logging", package: "swift-log")],
+    dependencies: ["Primitives", .product(name: "Logging", package: "swift-log")],
     path: "Tests/TestLogging",
     swiftSettings: defaultSwiftSettings
   ),
@@ -163,7 +163,7 @@ let targets: [Target] = [
   // Tests' stand-ins for a network: an in-memory transport and a virtual clock; not a product.
   .target(
     name: "TransportTestSupport",
-    dependencies: ["GRPCProtocol"],
+    dependencies: ["GRPCProtocol", "Primitives"],
     path: "Tests/TransportTestSupport",
     swiftSettings: defaultSwiftSettings
   ),

@@ -9,7 +9,6 @@
 
 import JSONWebToken
 import Primitives
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -62,7 +61,7 @@ public final class ServiceAccountTokenProvider: AuthorizationProvider, CustomStr
 
   private let key: ServiceAccountKey
   private let clock: @Sendable () -> Double
-  private let cache = Mutex<Cache>(Cache())
+  private let cache = Locked<Cache>(Cache())
 
   private struct Cache {
     struct Entry {

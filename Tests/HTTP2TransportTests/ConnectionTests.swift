@@ -3,7 +3,7 @@
 
 import GRPCProtocol
 import HTTP2Transport
-import Synchronization
+import Primitives
 import Testing
 
 /// Records how a call ended, from the loop thread; readable from anywhere.
@@ -12,7 +12,7 @@ final class FinishRecorder: GRPCCallHandler {
     var messages = 0
     var status: GRPCStatus?
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   var messages: Int { state.withLock { $0.messages } }
   var status: GRPCStatus? { state.withLock { $0.status } }

@@ -5,6 +5,7 @@
 
 import GRPCProtocol
 import HTTP2Transport
+import Primitives
 import Synchronization
 import Testing
 
@@ -364,10 +365,10 @@ struct LoadSpreadingTests {
 
 /// A resolver of its own (the seam users plug into), counting its resolutions.
 final class CountingResolver: GRPCNameResolver {
-  private let addresses: Mutex<[GRPCAddress]>
+  private let addresses: Locked<[GRPCAddress]>
   private let count = Atomic<Int>(0)
 
-  init(_ addresses: [GRPCAddress]) { self.addresses = Mutex(addresses) }
+  init(_ addresses: [GRPCAddress]) { self.addresses = Locked(addresses) }
 
   var resolutions: Int { count.load(ordering: .relaxed) }
 
@@ -448,7 +449,7 @@ struct ReResolutionTests {
 /// Records, for every callback, whether it ran on the scheduler the call was started on.
 final class SchedulerCheckingHandler: GRPCCallHandler {
   let scheduler: any GRPCScheduler
-  private let state = Mutex<(callbacks: Int, offScheduler: Int, status: GRPCStatus?)>((0, 0, nil))
+  private let state = Locked<(callbacks: Int, offScheduler: Int, status: GRPCStatus?)>((0, 0, nil))
 
   init(scheduler: any GRPCScheduler) { self.scheduler = scheduler }
 

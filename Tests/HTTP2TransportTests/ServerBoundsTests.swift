@@ -10,7 +10,7 @@
 import GRPCProtocol
 import HTTP2Session
 import HTTP2Transport
-import Synchronization
+import Primitives
 import Testing
 
 #if canImport(Glibc)
@@ -27,7 +27,7 @@ private enum BoundsMethod {
 
 /// The service of the bounds tests. Runs on the server's loop.
 private final class BoundsService: GRPCService {
-  private let held = Mutex<[any GRPCServerCallContext]>([])
+  private let held = Locked<[any GRPCServerCallContext]>([])
 
   func handle(_ call: any GRPCServerCallContext) {
     switch call.path {

@@ -9,7 +9,7 @@ import Foundation
 import GRPCProtocol
 import HTTP2Transport
 import Logging
-import Synchronization
+import Primitives
 import Testing
 
 #if canImport(Glibc)
@@ -107,7 +107,7 @@ final class EchoService: GRPCService {
     var streamCalls: [any GRPCServerCallContext] = []
   }
 
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   func handle(_ call: any GRPCServerCallContext) {
     state.withLock { state in

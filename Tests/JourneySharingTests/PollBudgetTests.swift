@@ -7,7 +7,7 @@
 
 import FleetEngineMessages
 import GRPCProtocol
-import Synchronization
+import Primitives
 import Testing
 import TransportTestSupport
 
@@ -15,7 +15,7 @@ import TransportTestSupport
 
 /// Answers every GetTrip with the same small trip and records when (virtual nanoseconds) and for which trip.
 private final class CountingTripServer: GRPCService {
-  private let log = Mutex<[(time: UInt64, trip: String)]>([])
+  private let log = Locked<[(time: UInt64, trip: String)]>([])
 
   func handle(_ call: any GRPCServerCallContext) {
     guard call.path == FleetEngineMethods.unaryGetTrip, let request = try? GetTripRequest(serializedBytes: call.request)

@@ -11,8 +11,8 @@ import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
 import Logging
+import Primitives
 import ProtoWire
-import Synchronization
 import Testing
 
 /// What the server answers one call with.
@@ -50,7 +50,7 @@ final class ScriptedFleetEngine: GRPCService, Sendable {
   }
 
   private let script: @Sendable (String, Int) -> ScriptedReply
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   init(_ script: @escaping @Sendable (_ path: String, _ number: Int) -> ScriptedReply) { self.script = script }
 

@@ -10,7 +10,7 @@ import FleetSim
 import Foundation
 import GRPCProtocol
 import JSONWebToken
-import Synchronization
+import Primitives
 import Testing
 
 @testable import JourneySharing
@@ -66,7 +66,7 @@ struct TestServiceAccount: Sendable {
 
 /// A clock tests move by hand.
 private final class ManualClock: Sendable {
-  private let now = Mutex<Double>(1_800_000_000)
+  private let now = Locked<Double>(1_800_000_000)
   func read() -> Double { now.withLock { $0 } }
   func advance(by seconds: Double) { now.withLock { $0 += seconds } }
 }

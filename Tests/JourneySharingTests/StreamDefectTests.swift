@@ -8,7 +8,7 @@
 
 import FleetEngineMessages
 import GRPCProtocol
-import Synchronization
+import Primitives
 import Testing
 import TransportTestSupport
 import UpdatePipeline
@@ -27,7 +27,7 @@ private final class ScriptedStreamServer: GRPCService {
   }
 
   let behaviour: Behaviour
-  private let counts = Mutex<(streams: Int, unary: Int)>((0, 0))
+  private let counts = Locked<(streams: Int, unary: Int)>((0, 0))
 
   init(_ behaviour: Behaviour) { self.behaviour = behaviour }
 

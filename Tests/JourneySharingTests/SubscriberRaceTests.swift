@@ -11,7 +11,7 @@ import FleetSim
 import Foundation
 import GRPCProtocol
 import JourneySharing
-import Synchronization
+import Primitives
 import Testing
 import TransportTestSupport
 
@@ -49,7 +49,7 @@ private final class Quiet: TripModelSubscriber {}
 
 /// Blocks until `count` parties arrived (a one-shot barrier for two delivery threads).
 private final class Rendezvous: Sendable {
-  private let arrived = Mutex(0)
+  private let arrived = Locked(0)
   private let count: Int
   init(count: Int) { self.count = count }
   func arriveAndWait(timeout: Double = 10) -> Bool {
@@ -66,7 +66,7 @@ private final class Rendezvous: Sendable {
 /// On its first error callback, meets its partner there, then unregisters the partner's subscriber.
 private final class MutualCloser: TripModelSubscriber {
   let rendezvous: Rendezvous
-  private let state = Mutex<(other: (TripModel, any TripModelSubscriber)?, fired: Bool, done: Bool, met: Bool)>(
+  private let state = Locked<(other: (TripModel, any TripModelSubscriber)?, fired: Bool, done: Bool, met: Bool)>(
     (nil, false, false, false))
 
   init(rendezvous: Rendezvous) { self.rendezvous = rendezvous }
@@ -97,7 +97,7 @@ private final class MutualCloser: TripModelSubscriber {
 
 /// Records every callback; unregisters itself in the first whole-trip callback it gets.
 private final class SelfCloser: TripModelSubscriber {
-  private let log = Mutex<[String]>([])
+  private let log = Locked<[String]>([])
   var events: [String] { log.withLock { $0 } }
 
   private func record(_ name: String) { log.withLock { $0.append(name) } }

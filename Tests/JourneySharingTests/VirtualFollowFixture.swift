@@ -14,6 +14,7 @@ import FleetSim
 import GRPCProtocol
 import HTTP2Transport
 import Logging
+import Primitives
 import Synchronization
 import Testing
 import TransportTestSupport
@@ -30,7 +31,7 @@ import UpdatePipeline
 /// The clock a test mints its tokens on: the fixture's (virtual in memory, the wall clock over sockets),
 /// known once the fixture exists. A token provider made before the fixture reads it when it is asked.
 final class FixtureClock: Sendable {
-  private let source = Mutex<(@Sendable () -> Double)?>(nil)
+  private let source = Locked<(@Sendable () -> Double)?>(nil)
 
   init() {}
 

@@ -3,7 +3,7 @@
 // Shared by the test targets that check what is (and is not) logged: tokens never, plaintext once.
 
 public import Logging
-import Synchronization
+import Primitives
 
 /// Keeps every record logged through its loggers (at trace level), for tests of what is logged.
 public final class LogCapture: Sendable {
@@ -16,7 +16,7 @@ public final class LogCapture: Sendable {
     public var description: String { "\(level) \(label): \(message) \(metadata)" }
   }
 
-  private let records = Mutex<[Record]>([])
+  private let records = Locked<[Record]>([])
 
   public init() {}
 

@@ -2,12 +2,12 @@
 // as processes of their own.
 
 public import Foundation
-import Synchronization
+import Primitives
 
 /// The lines a child process writes to a pipe, read on a thread of its own as they come, so that a
 /// process writing much never blocks on a full pipe; `isClosed` once the process closed its end.
 public final class ChildProcessOutput: Sendable {
-  private let state = Mutex<(lines: [String], closed: Bool)>(([], false))
+  private let state = Locked<(lines: [String], closed: Bool)>(([], false))
 
   /// Starts reading `pipe` (the process's `standardOutput`, set before it runs) until it closes.
   public init(reading pipe: Pipe) {

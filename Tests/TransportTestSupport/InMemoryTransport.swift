@@ -6,7 +6,7 @@
 // (virtual) clock. Everything happens on one `VirtualScheduler`, so a test is deterministic.
 
 public import GRPCProtocol
-import Synchronization
+import Primitives
 
 /// A ``GRPCClientTransport`` whose calls a ``GRPCService`` answers in memory.
 public final class InMemoryTransport: GRPCClientTransport, Sendable {
@@ -14,8 +14,8 @@ public final class InMemoryTransport: GRPCClientTransport, Sendable {
   public let scheduler: VirtualScheduler
   public var schedulers: [any GRPCScheduler] { [scheduler] }
   private let service: any GRPCService
-  private let counters = Mutex(Counters())
-  private let failure = Mutex<GRPCStatus?>(nil)
+  private let counters = Locked(Counters())
+  private let failure = Locked<GRPCStatus?>(nil)
 
   private struct Counters {
     var started: [String: Int] = [:]

@@ -1,7 +1,7 @@
 // Tests/UpdatePipelineTests/SlowSubscriberTests.swift - a subscriber that takes one value per 10 ms while the
 // writer publishes 100k as fast as it can: no queue, bounded memory, increasing values, the last one arrives
 
-import Synchronization
+import Primitives
 import Testing
 import UpdatePipeline
 
@@ -15,7 +15,7 @@ import UpdatePipeline
 final class SlowSubscriber: DeliveryJob {
   let mailbox = LatestValueMailbox<Tracked>()
   /// What it saw; only one delivery runs at a time, the mutex is for the test's final read.
-  let seen = Mutex<[Delivery]>([])
+  let seen = Locked<[Delivery]>([])
   let deliveries = Counter()
 
   func runDelivery() {

@@ -4,8 +4,8 @@
 // to call `shutdown()`), then shuts the services down gracefully and returns. `shutdown()` runs once;
 // whoever calls it again, or `run()` meanwhile, waits until that one shutdown has finished.
 
+import Primitives
 public import ServiceLifecycle
-import Synchronization
 
 extension JourneySharingServices: Service {
   /// Runs until the `ServiceGroup`'s graceful shutdown (or this task's cancellation, or a call to
@@ -78,7 +78,7 @@ final class ServicesLifecycle: Sendable {
     var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
   }
 
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// Asks ``JourneySharingServices/run()`` to shut down (graceful shutdown, cancellation, or
   /// ``JourneySharingServices/shutdown()`` called directly).
