@@ -3,16 +3,31 @@
 // The relay serves `journeysharing.v1.TripStreamService/GetTrip`, the contract FleetSim serves: the whole
 // trip first (`full_trip`), then the changed fields, until the trip ends (then OK) or the client cancels.
 //
-// What it serves comes from JetStream, not from the relay's own following: a trip has one hub per relay
-// while anyone watches it there, and the hub reads the trip's subject of `TRIPS` from its first message
-// through one consumer, folding each update into the trip. So any relay of the cluster serves any
-// trip, whichever relay follows it upstream; a late joiner gets the trip as folded so far, then the
-// updates; and however many clients watch a trip, it is followed upstream once (by whichever relay holds its
-// follow request) and read from JetStream once per relay. When the trip's history has no final state and
-// `submitOnWatch` is set, the hub enqueues a follow request for it (none is enqueued while one is pending).
+// What it serves comes from JetStream, not from the relay's own following, so any relay of the cluster serves
+// any trip, whichever relay follows it upstream. A trip has one hub per relay while anyone watches it there;
+// however many clients watch it, it is followed upstream once (by whichever relay holds its follow request).
 //
-// Threading: the service and its hubs live on the server's event loop (GRPCService's contract); each hub's
-// reader is a task that hands every update to the loop with `execute`.
+// Reading `TRIPS` costs the same however many trips are watched:
+// - **One live feed per relay.** While the relay has hubs, one task reads every new message of `TRIPS`
+//   through one ephemeral pull consumer (no acks), in batches, and hands each batch to the server's event
+//   loop, where each message goes to its trip's hub (or nowhere). A consumer that is lost (a NATS node
+//   restart) is made again from the next stream sequence. The feed stops when the relay has had no hub for
+//   `feedLinger`.
+// - **One short catch-up per new hub.** A new hub reads its trip's history once, through an ephemeral
+//   consumer filtered to the trip's subject, from the first message to the last one stored when the consumer
+//   was made; then deletes it. It starts only once the feed reads, so every later message reaches the hub
+//   through the feed: those that arrive while it catches up wait in the hub, and stream sequences drop what
+//   both brought. A late joiner gets the trip as folded so far (one full trip), then the updates. At most
+//   `maxCatchUps` catch-ups run at once; the rest wait their turn. When the history has no final state and
+//   `submitOnWatch` is set, the hub enqueues a follow request for the trip.
+//
+// The first version gave every hub a consumer of its own and a task that fetched from it forever: with
+// 10,000 watched trips, 10,000 fetches (each waiting up to a second on one of libnats' blocking threads) took
+// every thread, and neither the clients' updates nor the relay's own publishing got through.
+//
+// Threading: the service, its hubs and the feed's bookkeeping live on the server's event loop
+// (GRPCService's contract); the feed and the catch-ups are tasks that hand what they read to the loop with
+// `execute`.
 
 internal import FleetEngineMessages
 internal import GRPCProtocol
@@ -41,14 +56,50 @@ final class RelayDownstream: Sendable {
   }
 }
 
-/// Serves the streaming GetTrip from `TRIPS`. `@unchecked Sendable`: `hubs` is touched only on the
-/// server's event loop, where every ``handle(_:)`` runs.
+/// A message of `TRIPS` as the downstream uses it.
+struct TripsMessage: Sendable {
+  let subject: String
+  let sequence: UInt64
+  let data: [UInt8]
+  /// The message says it carries the final state (the `Trip-Final` header).
+  let finalHeader: Bool
+
+  init?(_ message: JetStream.Message) {
+    guard let metadata = message.metadata else { return nil }
+    subject = message.subject
+    sequence = metadata.streamSequence
+    data = message.data
+    finalHeader = message.headers[RelayNaming.finalHeader] == "true"
+  }
+}
+
+/// Serves the streaming GetTrip from `TRIPS`. `@unchecked Sendable`: everything but `watchers` is touched
+/// only on the server's event loop, where every ``handle(_:)`` runs.
 final class RelayWatchService: GRPCService, @unchecked Sendable {
+  /// How many hubs read their history at once.
+  static let maxCatchUps = 32
+  /// How long the feed keeps reading after the last hub ended.
+  static let feedLinger: Duration = .seconds(30)
+
   let configuration: RelayConfiguration
   let jetStream: JetStream
   /// Watchers open now, over every hub (read from any thread).
   let watchers = Locked(0)
+  /// The hubs by their trip's subject.
   private var hubs: [String: TripHub] = [:]
+  /// The server's event loop (known from the first call).
+  private var scheduler: (any GRPCScheduler)?
+  private var feed: TripsFeed?
+  private var feedReading = false
+  private var feedGenerations: UInt64 = 0
+  private var lingerTimer: GRPCTimerID?
+  /// Hubs waiting for the feed to read before they catch up.
+  private var waitingForFeed: [TripHub] = []
+  /// Hubs waiting for a catch-up slot, and the catch-ups running.
+  private var catchUpQueue: [TripHub] = []
+  private var catchUpQueueHead = 0
+  private var catchUpsRunning = 0
+  private var stopped = false
 
   init(configuration: RelayConfiguration, jetStream: JetStream) {
     self.configuration = configuration
@@ -74,36 +125,224 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
           message: "trip name must be in the format providers/{provider_id}/trips/{trip_id}"))
       return
     }
-    let key = name.description
+    guard !stopped else {
+      call.finish(GRPCStatus(code: .unavailable, message: "the relay is stopping"))
+      return
+    }
+    scheduler = scheduler ?? call.scheduler
+    let subject = RelayNaming.tripSubject(name)
     let hub: TripHub
-    if let existing = hubs[key] {
+    if let existing = hubs[subject] {
       hub = existing
     } else {
-      hub = TripHub(name: name, service: self, scheduler: call.scheduler)
-      hubs[key] = hub
-      hub.startReading()
+      hub = TripHub(name: name, subject: subject, service: self, scheduler: call.scheduler)
+      hubs[subject] = hub
+      startFeedIfNeeded()
+      if feedReading { queueCatchUp(hub) } else { waitingForFeed.append(hub) }
     }
     hub.add(call)
   }
 
   /// Loop only: `hub` has no watcher left, or its trip ended.
   func remove(_ hub: TripHub) {
-    let key = hub.name.description
-    if hubs[key] === hub { hubs[key] = nil }
-    hub.stopReading()
+    if hubs[hub.subject] === hub { hubs[hub.subject] = nil }
+    hub.close()
+    if hubs.isEmpty { scheduleFeedStop() }
   }
 
-  /// After the server stopped: stop every hub's reader.
+  /// After the server stopped: stop the feed and every hub's catch-up.
   func server(stopped server: GRPCServer) {
     server.execute { [self] in
-      for hub in hubs.values { hub.stopReading() }
+      stopped = true
+      for hub in hubs.values { hub.close() }
       hubs.removeAll()
+      waitingForFeed.removeAll()
+      catchUpQueue.removeAll()
+      catchUpQueueHead = 0
+      stopFeed()
+    }
+  }
+
+  // MARK: - The feed
+
+  private func startFeedIfNeeded() {
+    if let lingerTimer, let scheduler {
+      scheduler.cancelTimer(lingerTimer)
+      self.lingerTimer = nil
+    }
+    guard feed == nil, let scheduler else { return }
+    feedGenerations += 1
+    feed = TripsFeed(generation: feedGenerations, service: self, scheduler: scheduler)
+  }
+
+  private func scheduleFeedStop() {
+    guard lingerTimer == nil, let scheduler, feed != nil else { return }
+    lingerTimer = scheduler.scheduleTimer(after: Self.feedLinger) { [self] in
+      lingerTimer = nil
+      if hubs.isEmpty { stopFeed() }
+    }
+  }
+
+  private func stopFeed() {
+    feed?.stop()
+    feed = nil
+    feedReading = false
+  }
+
+  /// Loop only: `feed` reads from a known stream sequence on: the hubs that waited start catching up.
+  func feedReads(generation: UInt64) {
+    guard generation == feed?.generation, !feedReading else { return }
+    feedReading = true
+    let waiting = waitingForFeed
+    waitingForFeed.removeAll()
+    for hub in waiting where hubs[hub.subject] === hub { queueCatchUp(hub) }
+  }
+
+  /// Loop only: messages the feed read, in stream order.
+  func deliver(_ messages: [TripsMessage], generation: UInt64) {
+    guard generation == feed?.generation else { return }
+    for message in messages {
+      hubs[message.subject]?.receiveLive(message)
+    }
+  }
+
+  // MARK: - Catch-ups
+
+  private func queueCatchUp(_ hub: TripHub) {
+    catchUpQueue.append(hub)
+    startCatchUps()
+  }
+
+  private func startCatchUps() {
+    while catchUpsRunning < Self.maxCatchUps && catchUpQueueHead < catchUpQueue.count {
+      let hub = catchUpQueue[catchUpQueueHead]
+      catchUpQueueHead += 1
+      guard hubs[hub.subject] === hub else { continue }  // gone while it waited
+      catchUpsRunning += 1
+      hub.startCatchUp()
+    }
+    if catchUpQueueHead == catchUpQueue.count {
+      catchUpQueue.removeAll(keepingCapacity: true)
+      catchUpQueueHead = 0
+    }
+  }
+
+  /// Loop only: a hub's catch-up ended (read, failed for good, or cancelled): the next one may start.
+  func catchUpEnded() {
+    catchUpsRunning -= 1
+    startCatchUps()
+  }
+}
+
+/// The relay's one reader of every new message of `TRIPS` (see the file comment). Its state lives in its task;
+/// the service tells its feeds apart by `generation`.
+final class TripsFeed: Sendable {
+  let generation: UInt64
+  private let task: Task<Void, Never>
+
+  init(generation: UInt64, service: RelayWatchService, scheduler: any GRPCScheduler) {
+    self.generation = generation
+    let jetStream = service.jetStream
+    let configuration = service.configuration
+    task = Task {
+      await Self.read(jetStream: jetStream, configuration: configuration) { event in
+        scheduler.execute {
+          switch event {
+          case .reading: service.feedReads(generation: generation)
+          case .messages(let messages): service.deliver(messages, generation: generation)
+          }
+        }
+      }
+    }
+  }
+
+  func stop() { task.cancel() }
+
+  enum Event: Sendable {
+    case reading
+    case messages([TripsMessage])
+  }
+
+  private static func read(
+    jetStream: JetStream, configuration: RelayConfiguration, _ emit: @escaping @Sendable (Event) -> Void
+  ) async {
+    let logger = configuration.logger
+    let stream = configuration.tripsStream
+    // The last stream sequence read (or, before the first message, the stream's last when the feed started).
+    var lastSequence: UInt64?
+    var pull: JetStream.PullSubscription?
+    var consumerName: String?
+    var emptyFetches = 0
+    var announced = false
+    while !Task.isCancelled {
+      guard let reading = pull else {
+        do throws(NATSError) {
+          let start: UInt64
+          if let lastSequence {
+            start = lastSequence
+          } else {
+            start = try await jetStream.streamInfo(stream).state.lastSequence
+            lastSequence = start
+          }
+          if let made = consumerName {
+            try? await jetStream.deleteConsumer(stream: stream, consumer: made)
+            consumerName = nil
+          }
+          var consumer = JetStream.ConsumerConfiguration(durableName: nil, filterSubject: nil, ackPolicy: .none)
+          consumer.deliverPolicy = .startSequence(start + 1)
+          consumer.inactiveThreshold = .seconds(30)
+          let info = try await jetStream.createOrUpdateConsumer(stream: stream, consumer)
+          consumerName = info.name
+          pull = try await jetStream.pullSubscription(stream: stream, consumer: info.name)
+          if !announced {
+            announced = true
+            emit(.reading)
+          }
+        } catch {
+          logger.debug("cannot read \(stream) yet", metadata: ["error": "\(error)"])
+          try? await Task.sleep(for: .seconds(1))
+        }
+        continue
+      }
+      let messages: [JetStream.Message]
+      do throws(NATSError) {
+        messages = try await reading.fetch(batch: 1024, timeout: .seconds(1))
+      } catch {
+        logger.debug("reading \(stream) failed", metadata: ["error": "\(error)"])
+        if !error.isTransient { pull = nil }
+        try? await Task.sleep(for: .milliseconds(250))
+        continue
+      }
+      if messages.isEmpty {
+        // Idle, or the consumer is gone (its server restarted): check now and then.
+        emptyFetches += 1
+        if emptyFetches % 10 == 0, let consumerName {
+          do throws(NATSError) {
+            _ = try await jetStream.consumerInfo(stream: stream, consumer: consumerName)
+          } catch {
+            if error.code == .notFound || error.jetStreamCode == 10014 { pull = nil }
+          }
+        }
+        continue
+      }
+      emptyFetches = 0
+      var batch: [TripsMessage] = []
+      batch.reserveCapacity(messages.count)
+      for message in messages {
+        guard let read = TripsMessage(message), read.sequence > (lastSequence ?? 0) else { continue }
+        lastSequence = read.sequence
+        batch.append(read)
+      }
+      if !batch.isEmpty { emit(.messages(batch)) }
+    }
+    if let consumerName {
+      try? await jetStream.deleteConsumer(stream: stream, consumer: consumerName)
     }
   }
 }
 
 /// One trip's watchers on one relay, and the trip folded from `TRIPS`. `@unchecked Sendable`: its state is
-/// touched only on the server's event loop; the reader task only calls ``GRPCScheduler/execute(_:)``.
+/// touched only on the server's event loop; its catch-up task only calls ``GRPCScheduler/execute(_:)``.
 final class TripHub: @unchecked Sendable {
   private final class Watcher {
     let call: any GRPCServerCallContext
@@ -112,17 +351,25 @@ final class TripHub: @unchecked Sendable {
   }
 
   let name: TripName
+  let subject: String
   private unowned let service: RelayWatchService
   private let scheduler: any GRPCScheduler
   private var trip: Trip?
+  /// The last stream sequence folded into `trip`.
+  private var lastSequence: UInt64 = 0
   /// Updates were folded into `trip` without being sent (catching up).
   private var foldedUnsent = false
+  /// Reading the history: live messages wait in `pendingLive`.
+  private var catchingUp = true
+  private var pendingLive: [TripsMessage] = []
   private var ended = false
+  private var closed = false
   private var watchers: [ObjectIdentifier: Watcher] = [:]
-  private var reader: Task<Void, Never>?
+  private var catchUp: Task<Void, Never>?
 
-  init(name: TripName, service: RelayWatchService, scheduler: any GRPCScheduler) {
+  init(name: TripName, subject: String, service: RelayWatchService, scheduler: any GRPCScheduler) {
     self.name = name
+    self.subject = subject
     self.service = service
     self.scheduler = scheduler
   }
@@ -140,6 +387,13 @@ final class TripHub: @unchecked Sendable {
     if let trip, !foldedUnsent { sendFull(trip, to: watcher) }
   }
 
+  /// Loop only: stops the catch-up (the hub is no longer the service's).
+  func close() {
+    closed = true
+    catchUp?.cancel()
+    catchUp = nil
+  }
+
   private func sendFull(_ trip: Trip, to watcher: Watcher) {
     var update = TripUpdate()
     update.trip = trip
@@ -155,11 +409,54 @@ final class TripHub: @unchecked Sendable {
     watcher.call.send(update.serializedBytes())
   }
 
-  /// Loop only: an update read from `TRIPS`. While the reader catches up with the trip's history
-  /// (`catchingUp`: more messages are pending), updates are only folded; the first one after sends the
-  /// folded trip whole, so a late joiner gets one full trip, not the history.
-  func apply(_ update: TripUpdate, isFinal: Bool, catchingUp: Bool) {
+  /// Loop only: a message the feed read.
+  func receiveLive(_ message: TripsMessage) {
     guard !ended else { return }
+    if catchingUp {
+      pendingLive.append(message)
+    } else {
+      fold(message, catchingUp: false)
+    }
+  }
+
+  /// Loop only: messages of the history.
+  private func receiveHistory(_ messages: [TripsMessage]) {
+    for message in messages where !ended { fold(message, catchingUp: true) }
+  }
+
+  /// Loop only: the history is read (or its reading ended): send what was folded, then the live messages
+  /// that waited.
+  private func caughtUp() {
+    guard catchingUp, !closed else { return }
+    catchingUp = false
+    if !ended, foldedUnsent, let trip {
+      foldedUnsent = false
+      for watcher in watchers.values { sendFull(trip, to: watcher) }
+    }
+    let waiting = pendingLive
+    pendingLive = []
+    for message in waiting where !ended { fold(message, catchingUp: false) }
+  }
+
+  private func fold(_ message: TripsMessage, catchingUp: Bool) {
+    guard message.sequence > lastSequence else { return }  // brought by both the history and the feed
+    lastSequence = message.sequence
+    let update: TripUpdate
+    do {
+      update = try TripUpdate(serializedBytes: message.data)
+    } catch {
+      service.configuration.logger.warning(
+        "undecodable update on \(subject) skipped", metadata: ["error": "\(error)"])
+      return
+    }
+    let isFinal =
+      message.finalHeader || update.trip.map { $0.tripStatus == .complete || $0.tripStatus == .canceled } == true
+    apply(update, isFinal: isFinal, catchingUp: catchingUp)
+  }
+
+  /// Loop only: folds `update` into the trip. While catching up, updates are only folded; the first one
+  /// sent after sends the folded trip whole, so a late joiner gets one full trip, not the history.
+  private func apply(_ update: TripUpdate, isFinal: Bool, catchingUp: Bool) {
     var folded = trip ?? Trip()
     folded.apply(update)
     trip = folded
@@ -182,6 +479,7 @@ final class TripHub: @unchecked Sendable {
     }
     if isFinal {
       ended = true
+      pendingLive = []
       let finished = watchers.values.map(\.call)
       service.watchers.withLock { $0 -= watchers.count }
       watchers.removeAll()
@@ -190,117 +488,98 @@ final class TripHub: @unchecked Sendable {
     }
   }
 
-  func startReading() {
-    let subject = RelayNaming.tripSubject(name)
-    let jetStream = service.jetStream
-    let configuration = service.configuration
-    let name = name
+  /// Loop only: reads the trip's history (see the file comment), then enqueues a follow request if it has no
+  /// final state and `submitOnWatch` is set. Ends with ``RelayWatchService/catchUpEnded()``.
+  func startCatchUp() {
+    let service = service
     let scheduler = scheduler
-    // The task holds the hub until it ends: `stopReading()` (no watcher left, or the server stopped) cancels it.
-    let hub = self
-    reader = Task {
-      let logger = configuration.logger
-      // Read through an ephemeral pull consumer (no acks, deleted when idle for 30 s), re-created from the next
-      // stream sequence when it is lost (a NATS node restart): an ordered consumer by hand. libnats 3.4.1's
-      // own ordered consumers re-create themselves on a thread of their own, which can still run when the
-      // subscription is destroyed (a hub ends), and that crashed relays.
-      var pull: JetStream.PullSubscription?
-      var consumerName: String?
-      var lastSequence: UInt64 = 0
-      var emptyFetches = 0
-      var submitted = !configuration.submitOnWatch
-      var sawFinal = false
-      while !Task.isCancelled && !sawFinal {
-        guard let reading = pull else {
-          var consumer = JetStream.ConsumerConfiguration(durableName: nil, filterSubject: subject, ackPolicy: .none)
-          consumer.deliverPolicy = lastSequence == 0 ? .all : .startSequence(lastSequence + 1)
-          consumer.inactiveThreshold = .seconds(30)
-          do throws(NATSError) {
-            let info = try await jetStream.createOrUpdateConsumer(stream: configuration.tripsStream, consumer)
-            consumerName = info.name
-            pull = try await jetStream.pullSubscription(stream: configuration.tripsStream, consumer: info.name)
-            // Nothing published for this trip yet: make sure someone follows it.
-            if !submitted && lastSequence == 0 && info.numPending == 0 {
-              submitted = await Self.submitFollow(name, jetStream, configuration)
-            }
-          } catch {
-            logger.debug("cannot read \(subject) yet", metadata: ["error": "\(error)"])
-            if let made = consumerName, pull == nil {
-              try? await jetStream.deleteConsumer(stream: configuration.tripsStream, consumer: made)
-              consumerName = nil
-            }
-            try? await Task.sleep(for: .seconds(1))
-          }
-          continue
-        }
-        let messages: [JetStream.Message]
-        do throws(NATSError) {
-          messages = try await reading.fetch(batch: 256, timeout: .seconds(1))
-        } catch {
-          logger.debug("reading \(subject) failed", metadata: ["error": "\(error)"])
-          if !error.isTransient { pull = nil }
-          try? await Task.sleep(for: .milliseconds(250))
-          continue
-        }
-        if messages.isEmpty {
-          // Idle, or the consumer is gone (its server restarted): check now and then.
-          emptyFetches += 1
-          if emptyFetches % 10 == 0, let consumerName {
-            do throws(NATSError) {
-              _ = try await jetStream.consumerInfo(stream: configuration.tripsStream, consumer: consumerName)
-            } catch {
-              if error.code == .notFound || error.jetStreamCode == 10014 { pull = nil }
-            }
-          }
-          continue
-        }
-        emptyFetches = 0
-        for message in messages {
-          guard let metadata = message.metadata, metadata.streamSequence > lastSequence else { continue }
-          lastSequence = metadata.streamSequence
-          let update: TripUpdate
-          do {
-            update = try TripUpdate(serializedBytes: message.data)
-          } catch {
-            logger.warning("undecodable update on \(subject) skipped", metadata: ["error": "\(error)"])
-            continue
-          }
-          let isFinal =
-            message.headers[RelayNaming.finalHeader] == "true"
-            || update.trip.map { $0.tripStatus == .complete || $0.tripStatus == .canceled } == true
-          let catchingUp = metadata.numPending > 0
-          scheduler.execute { hub.apply(update, isFinal: isFinal, catchingUp: catchingUp) }
-          if isFinal {
-            sawFinal = true
-            break
-          }
-          // The history read to its end without a final state: the trip may not be followed.
-          if !submitted && metadata.numPending == 0 {
-            submitted = await Self.submitFollow(name, jetStream, configuration)
-          }
-        }
+    let subject = subject
+    let name = name
+    catchUp = Task { [self] in
+      let sawFinal = await Self.readHistory(
+        subject: subject, jetStream: service.jetStream, configuration: service.configuration
+      ) { messages in
+        scheduler.execute { self.receiveHistory(messages) }
       }
-      if let consumerName {
-        try? await jetStream.deleteConsumer(stream: configuration.tripsStream, consumer: consumerName)
+      let cancelled = Task.isCancelled
+      if !cancelled && !sawFinal && service.configuration.submitOnWatch {
+        await Self.submitFollow(name, service.jetStream, service.configuration)
+      }
+      scheduler.execute {
+        if !cancelled { self.caughtUp() }
+        self.catchUp = nil
+        service.catchUpEnded()
       }
     }
   }
 
-  func stopReading() {
-    reader?.cancel()
-    reader = nil
+  /// Reads `subject`'s messages stored when it starts, handing each batch to `emit`; whether one had the
+  /// final state. Ends early when cancelled.
+  private static func readHistory(
+    subject: String, jetStream: JetStream, configuration: RelayConfiguration,
+    _ emit: @escaping @Sendable ([TripsMessage]) -> Void
+  ) async -> Bool {
+    let logger = configuration.logger
+    let stream = configuration.tripsStream
+    var lastSequence: UInt64 = 0
+    var sawFinal = false
+    while !Task.isCancelled {
+      var consumerName: String?
+      do throws(NATSError) {
+        // Through an ephemeral pull consumer (no acks, deleted once read, or by the server when idle for
+        // 30 s), made again from the next sequence when it is lost (a NATS node restart). libnats 3.4.1's own
+        // ordered consumers re-create themselves on a thread of their own, which can still run when the
+        // subscription is destroyed, and that crashed relays.
+        var consumer = JetStream.ConsumerConfiguration(durableName: nil, filterSubject: subject, ackPolicy: .none)
+        consumer.deliverPolicy = lastSequence == 0 ? .all : .startSequence(lastSequence + 1)
+        consumer.inactiveThreshold = .seconds(30)
+        let info = try await jetStream.createOrUpdateConsumer(stream: stream, consumer)
+        consumerName = info.name
+        var remaining = info.numPending
+        if remaining > 0 {
+          let pull = try await jetStream.pullSubscription(stream: stream, consumer: info.name)
+          var emptyFetches = 0
+          while remaining > 0 && !sawFinal && !Task.isCancelled {
+            let messages = try await pull.fetch(batch: Int(min(remaining, 256)), timeout: .seconds(1))
+            if messages.isEmpty {
+              // The messages counted are stored: a consumer that brings none for a while is gone.
+              emptyFetches += 1
+              if emptyFetches >= 5 {
+                throw NATSError(code: .notFound, message: "the catch-up consumer of \(subject) brings nothing")
+              }
+              continue
+            }
+            emptyFetches = 0
+            var batch: [TripsMessage] = []
+            for message in messages {
+              guard let read = TripsMessage(message), read.sequence > lastSequence else { continue }
+              lastSequence = read.sequence
+              remaining = min(remaining > 0 ? remaining - 1 : 0, message.metadata?.numPending ?? remaining)
+              batch.append(read)
+              if read.finalHeader { sawFinal = true }
+            }
+            if !batch.isEmpty { emit(batch) }
+          }
+        }
+        try? await jetStream.deleteConsumer(stream: stream, consumer: info.name)
+        return sawFinal
+      } catch {
+        logger.debug("cannot read the history of \(subject) yet", metadata: ["error": "\(error)"])
+        if let consumerName { try? await jetStream.deleteConsumer(stream: stream, consumer: consumerName) }
+        try? await Task.sleep(for: .milliseconds(250))
+      }
+    }
+    return sawFinal
   }
 
   private static func submitFollow(
     _ name: TripName, _ jetStream: JetStream, _ configuration: RelayConfiguration
-  ) async -> Bool {
+  ) async {
     do throws(NATSError) {
       _ = try await TripRelay.submit(name, to: jetStream, followStream: configuration.followStream)
-      return true
     } catch {
       configuration.logger.warning(
         "cannot enqueue a follow request for a watched trip", metadata: ["trip": "\(name)", "error": "\(error)"])
-      return false
     }
   }
 }
