@@ -395,18 +395,38 @@ final class TripHub: @unchecked Sendable {
   }
 
   private func sendFull(_ trip: Trip, to watcher: Watcher) {
+    sendFull(trip, to: CollectionOfOne(watcher))
+  }
+
+  private func sendFull(_ trip: Trip, to watchers: some Collection<Watcher>) {
     var update = TripUpdate()
     update.trip = trip
     update.fullTrip = true
-    send(update, to: watcher)
+    send(update, to: watchers)
   }
 
-  private func send(_ update: TripUpdate, to watcher: Watcher) {
-    var update = update
-    watcher.sequence += 1
-    update.sequence = watcher.sequence
-    update.sendTime = Timestamp(unixTime: scheduler.unixTime)
-    watcher.call.send(update.serializedBytes())
+  /// Sends `update` to each of `watchers` with the watcher's own sequence number and the send time. The update
+  /// is encoded once; each message is that encoding followed by the encoding of the sequence and the send time
+  /// (fields may come in any order, and a parser merges them: protobuf's encoding rules).
+  private func send(_ update: TripUpdate, to watchers: some Collection<Watcher>) {
+    guard !watchers.isEmpty else { return }
+    let body = update.serializedBytes()
+    let sendTime = Timestamp(unixTime: scheduler.unixTime)
+    for watcher in watchers {
+      watcher.sequence += 1
+      watcher.call.send(Self.message(body: body, sequence: watcher.sequence, sendTime: sendTime))
+    }
+  }
+
+  /// `body`, an encoded `TripUpdate`, followed by the encoding of `sequence` and `sendTime`: decoded, the
+  /// update with both set.
+  static func message(body: [UInt8], sequence: UInt64, sendTime: Timestamp) -> [UInt8] {
+    var tail = TripUpdate()
+    tail.sequence = sequence
+    tail.sendTime = sendTime
+    var message = body
+    message.append(contentsOf: tail.serializedBytes())
+    return message
   }
 
   /// Loop only: a message the feed read.
@@ -431,7 +451,7 @@ final class TripHub: @unchecked Sendable {
     catchingUp = false
     if !ended, foldedUnsent, let trip {
       foldedUnsent = false
-      for watcher in watchers.values { sendFull(trip, to: watcher) }
+      sendFull(trip, to: watchers.values)
     }
     let waiting = pendingLive
     pendingLive = []
@@ -466,15 +486,20 @@ final class TripHub: @unchecked Sendable {
     }
     let sendWhole = foldedUnsent || update.fullTrip
     foldedUnsent = false
-    for watcher in watchers.values {
-      if watcher.sequence == 0 || sendWhole {
-        // A watcher that has nothing yet gets the trip as folded so far; a full update restarts everyone.
-        sendFull(folded, to: watcher)
+    // A watcher that has nothing yet gets the trip as folded so far; a full update restarts everyone.
+    if sendWhole {
+      sendFull(folded, to: watchers.values)
+    } else {
+      var delta = TripUpdate()
+      delta.trip = update.trip
+      delta.updatedFields = update.updatedFields
+      if watchers.values.contains(where: { $0.sequence == 0 }) {
+        let fresh = watchers.values.filter { $0.sequence == 0 }
+        let others = watchers.values.filter { $0.sequence != 0 }
+        sendFull(folded, to: fresh)
+        send(delta, to: others)
       } else {
-        var delta = TripUpdate()
-        delta.trip = update.trip
-        delta.updatedFields = update.updatedFields
-        send(delta, to: watcher)
+        send(delta, to: watchers.values)
       }
     }
     if isFinal {

@@ -145,6 +145,12 @@ struct RelayRun: AsyncParsableCommand {
   @Option(help: "Downstream gRPC address, HOST:PORT (port 0 picks one); none: no gRPC server.")
   var listen = "127.0.0.1:0"
 
+  @Option(
+    name: .customLong("max-concurrent-streams"),
+    help:
+      "SETTINGS_MAX_CONCURRENT_STREAMS per downstream connection: the trips one client connection can watch at once.")
+  var maxConcurrentStreams: UInt32 = 10_000
+
   @Option(name: .customLong("max-trips"), help: "The most trips this relay follows at once.")
   var maxTrips = 1_000
 
@@ -179,6 +185,7 @@ struct RelayRun: AsyncParsableCommand {
 
   func validate() throws {
     guard maxTrips > 0 else { throw ValidationError("--max-trips must be > 0") }
+    guard maxConcurrentStreams > 0 else { throw ValidationError("--max-concurrent-streams must be > 0") }
     guard ackWait >= 1 else { throw ValidationError("--ack-wait must be ≥ 1") }
     guard pollInterval > 0 else { throw ValidationError("--poll-interval must be > 0") }
     guard replicas >= 1 && replicas <= 5 else { throw ValidationError("--replicas must be 1…5") }
@@ -206,7 +213,7 @@ struct RelayRun: AsyncParsableCommand {
     upstream.deliveryThreads = 2
     var downstream: GRPCServerConfiguration?
     if listen != "none", let (host, port) = Self.listenAddress(listen) {
-      downstream = GRPCServerConfiguration(host: host, port: port)
+      downstream = GRPCServerConfiguration(host: host, port: port, maxConcurrentStreams: maxConcurrentStreams)
     }
     var configuration = RelayConfiguration(
       relayID: id, natsServers: nats.serverList, upstream: upstream, downstream: downstream, maxTrips: maxTrips,
