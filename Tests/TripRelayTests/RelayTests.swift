@@ -159,4 +159,67 @@ struct RelayTests {
       await sim.shutdown()
     }
   }
+
+  @Test(
+    "40 trips watched through one relay are read from TRIPS by one consumer, not one per trip; each watcher sees its end"
+  )
+  func oneFeedForManyTrips() async throws {
+    try await withNATSServer { server in
+      let tripCount = 40
+      let (sim, simPort) = try makeSim(trips: tripCount)
+      let relay = try await TripRelay.start(relayConfiguration("a", nats: server.url, simPort: simPort))
+      let runner = Task { await relay.run() }
+      let port = try #require(relay.downstreamPort)
+      var configuration = JourneySharingConfiguration(
+        host: "127.0.0.1", port: port, security: .plaintext, providerID: "rt", fetchMode: .stream,
+        logger: silentLogger())
+      configuration.deliveryThreads = 2
+      let services = try JourneySharingServices(configuration: configuration)
+      let firstSeen = Locked(Set<String>())
+      // Nobody submitted the trips: watching them enqueues them.
+      let watching = Task {
+        await withTaskGroup(of: (String, TripStatus?).self) { group in
+          for index in 0..<tripCount {
+            let name = sim.simulator.tripName(index: index)
+            let model = services.tripService.tripModel(forTripName: name)
+            group.addTask {
+              var last: TripStatus?
+              for await update in model.updates() {
+                if let snapshot = update.snapshot {
+                  last = snapshot.tripStatus
+                  firstSeen.withLock { _ = $0.insert(name) }
+                }
+              }
+              return (name, last)
+            }
+          }
+          var finals: [String: TripStatus?] = [:]
+          for await (name, status) in group { finals[name] = status }
+          return finals
+        }
+      }
+      // Every trip watched and under way: one consumer on TRIPS (the relay's feed; each trip's history read
+      // was a consumer for a moment, deleted once read).
+      var consumers: Int64 = -1
+      let oneConsumer = await eventually(timeout: .seconds(15)) {
+        guard firstSeen.withLock({ $0.count }) == tripCount, relay.statistics().watchers == tripCount else {
+          return false
+        }
+        consumers = (try? await relay.jetStream.streamInfo("TRIPS").state.consumerCount) ?? -1
+        return consumers == 1
+      }
+      #expect(
+        oneConsumer,
+        "watched \(firstSeen.withLock { $0.count }) of \(tripCount), watchers \(relay.statistics().watchers), consumers on TRIPS \(consumers)"
+      )
+      let finals = await watching.value
+      #expect(finals.count == tripCount)
+      let unfinished = finals.filter { $0.value != .complete && $0.value != .canceled }.map(\.key)
+      #expect(unfinished.isEmpty, "watchers that did not see their trip end: \(unfinished.prefix(5))")
+      await services.shutdown()
+      await relay.shutdown()
+      await runner.value
+      await sim.shutdown()
+    }
+  }
 }
