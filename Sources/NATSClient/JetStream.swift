@@ -235,7 +235,11 @@ package final class JetStream: Sendable {
 
   /// A pull subscription bound to the existing consumer `consumer` on `stream` (made with
   /// ``createOrUpdateConsumer(stream:_:)``). Unsubscribing or dropping it leaves the consumer in place.
-  package func pullSubscription(stream: String, consumer: String) async throws(NATSError) -> PullSubscription {
+  /// `memoryStorage` must say whether the consumer keeps its state in memory
+  /// (``ConsumerConfiguration/memoryStorage``): libnats refuses to bind when it differs.
+  package func pullSubscription(
+    stream: String, consumer: String, memoryStorage: Bool = false
+  ) async throws(NATSError) -> PullSubscription {
     let handle = handle
     let pointer = try await pool.run { () throws(NATSError) -> UncheckedPointer in
       let operation = "pull subscribe to \(consumer) on \(stream)"
@@ -249,6 +253,7 @@ package final class JetStream: Sendable {
         consumer.withCString { consumerName in
           options.Stream = streamName
           options.Consumer = consumerName
+          options.Config.MemoryStorage = memoryStorage
           return js_PullSubscribe(&subscription, handle.pointer, nil, consumerName, nil, &options, &code)
         }
       }
@@ -267,7 +272,8 @@ package final class JetStream: Sendable {
     stream: String, _ configuration: ConsumerConfiguration
   ) async throws(NATSError) -> PullSubscription {
     let info = try await createOrUpdateConsumer(stream: stream, configuration)
-    return try await pullSubscription(stream: stream, consumer: info.name)
+    return try await pullSubscription(
+      stream: stream, consumer: info.name, memoryStorage: configuration.memoryStorage)
   }
 
   /// An ordered consumer on `stream`: an ephemeral push consumer that libnats keeps gap-free and in order,
