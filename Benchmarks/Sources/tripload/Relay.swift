@@ -175,6 +175,11 @@ struct RelayCommand: AsyncParsableCommand {
     while !launched.allSatisfy(\.isDone) { try await Task.sleep(for: .milliseconds(200)) }
     let results = launched.map { ($0.result, $0.endedAt) }
     sampler.cancel()
+    // A relay that died meanwhile has no CPU figure (its /proc entry is gone): the run failed.
+    guard relay.isRunning else {
+      throw ValidationError(
+        "the relay exited during the run (status \(relay.terminationStatus)); its standard error is above")
+    }
     samples.add(
       time: monotonicSeconds(), cpu: cpuSeconds(of: relay.processIdentifier),
       published: lines.lastStats["published"] ?? 0)
