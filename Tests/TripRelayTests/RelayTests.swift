@@ -42,6 +42,15 @@ struct RelayTests {
       logger: silentLogger())
   }
 
+  /// A streaming client of a relay's gRPC port.
+  private func watcherConfiguration(port: Int) -> JourneySharingConfiguration {
+    var configuration = JourneySharingConfiguration(
+      host: "127.0.0.1", port: port, security: .plaintext, providerID: "rt", fetchMode: .stream,
+      logger: silentLogger())
+    configuration.deliveryThreads = 2
+    return configuration
+  }
+
   @Test("two relays share the trips; each final state is in TRIPS once; every request ends acked")
   func twoRelays() async throws {
     try await withNATSServer { server in
@@ -127,10 +136,7 @@ struct RelayTests {
       let relay = try await TripRelay.start(relayConfiguration("a", nats: server.url, simPort: simPort))
       let runner = Task { await relay.run() }
       let port = try #require(relay.downstreamPort)
-      var configuration = JourneySharingConfiguration(
-        host: "127.0.0.1", port: port, security: .plaintext, providerID: "rt", fetchMode: .stream,
-        logger: silentLogger())
-      configuration.deliveryThreads = 2
+      let configuration = watcherConfiguration(port: port)
       let services = try JourneySharingServices(configuration: configuration)
       let name = sim.simulator.tripName(index: 0)
       // Nobody submitted the trip: watching it through the relay makes the relay cluster follow it.
@@ -170,10 +176,7 @@ struct RelayTests {
       let relay = try await TripRelay.start(relayConfiguration("a", nats: server.url, simPort: simPort))
       let runner = Task { await relay.run() }
       let port = try #require(relay.downstreamPort)
-      var configuration = JourneySharingConfiguration(
-        host: "127.0.0.1", port: port, security: .plaintext, providerID: "rt", fetchMode: .stream,
-        logger: silentLogger())
-      configuration.deliveryThreads = 2
+      let configuration = watcherConfiguration(port: port)
       let services = try JourneySharingServices(configuration: configuration)
       let firstSeen = Locked(Set<String>())
       // Nobody submitted the trips: watching them enqueues them.
