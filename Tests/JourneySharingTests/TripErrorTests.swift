@@ -130,10 +130,16 @@ struct TripErrorTests {
       let model = fixture.services.tripService.tripModel(forTripName: name)
       model.register(recorder)
       #expect(await fixture.wait(timeout: .seconds(30)) { recorder.stopped(name) })
-      // UNIMPLEMENTED (the stream) is not reported; the three scripted UNAVAILABLEs are.
+      // UNIMPLEMENTED (the stream) is not reported; the three scripted UNAVAILABLEs are, in order. Errors that
+      // come while an earlier one waits in the subscriber's mailbox merge into the latest (a slow subscriber
+      // gets the latest state, as documented): under ThreadSanitizer CI saw failures 2 and 3 only, twice.
       let errors = recorder.errors(name)
-      #expect(errors.map(\.code) == [14, 14, 14], "\(errors)")
-      #expect(errors.allSatisfy { $0.domain == "io.grpc" })
+      #expect(fake.counters.injectedFailures == 3)
+      #expect(!errors.isEmpty && errors.count <= 3, "\(errors)")
+      #expect(errors.allSatisfy { $0.domain == "io.grpc" && $0.code == 14 }, "\(errors)")
+      let numbers = errors.compactMap { $0.message.split(separator: " ").last.flatMap { Int($0) } }
+      #expect(numbers.count == errors.count && numbers == numbers.sorted() && Set(numbers).count == numbers.count)
+      #expect(numbers.last == 3, "the latest error is always delivered: \(errors)")
       checkWholeTrip(recorderWithoutErrors(recorder, name: name), index: index, simulator: simulator)
       model.unregisterSubscriber(recorder)
     }
