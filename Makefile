@@ -146,7 +146,8 @@ test-tsan:
 	$(TSAN_ENV) $(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	@set -e; for tests in $(subst |, ,$(TSAN_FILTER)); do \
 	  echo "test-tsan: $$tests"; \
-	  $(TSAN_ENV) $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "$$tests" \
+	  $(TSAN_ENV) TSAN_OPTIONS=suppressions=$(CURDIR)/Tests/tsan-suppressions.txt \
+	    $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "$$tests" \
 	    --skip '$(TSAN_SKIP)'; \
 	done
 
