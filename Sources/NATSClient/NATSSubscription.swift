@@ -77,14 +77,9 @@ final class SubscriptionHandle: @unchecked Sendable {
   }
 
   deinit {
-    let pointer = UncheckedPointer(pointer)
-    let owners = (connection, jetStream)
-    // natsSubscription_Destroy unsubscribes first if still subscribed (a protocol write). The connection
-    // and context are released after it, so that they go after the subscription.
-    BlockingThreadPool.shared.submit {
-      natsSubscription_Destroy(pointer.pointer)
-      withExtendedLifetime(owners) {}
-    }
+    // Not natsSubscription_Destroy here: libnats' read loop may be using the subscription (see
+    // SubscriptionReaper). The connection and context are released after the subscription is destroyed.
+    SubscriptionReaper.shared.destroy(UncheckedPointer(pointer), connection: connection, owners: jetStream)
   }
 
   /// natsSubscription_NextMsg; nil at the timeout. Call on a pool thread.

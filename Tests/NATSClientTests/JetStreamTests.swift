@@ -47,6 +47,42 @@ extension NATSClientTests {
       }
     }
 
+    @Test(
+      "pull subscriptions dropped while their pull requests still bring messages are destroyed after a flush"
+    )
+    func droppedPullSubscriptionsAreDestroyedSafely() async throws {
+      try await withNATSServer { server in
+        let connection = try await connect([server.url])
+        let js = try connection.jetStream()
+        _ = try await js.createOrUpdateStream(
+          JetStream.StreamConfiguration(name: "HIST", subjects: ["hist.>"], retention: .limits, storage: .memory))
+        let before = SubscriptionReaper.shared.destroyedCount
+        let count = 40
+        for index in 0..<count {
+          var consumer = JetStream.ConsumerConfiguration(
+            durableName: nil, filterSubject: "hist.\(index)", ackPolicy: .none)
+          consumer.memoryStorage = true
+          consumer.replicas = 1
+          let info = try await js.createOrUpdateConsumer(stream: "HIST", consumer)
+          let pull = try await js.pullSubscription(stream: "HIST", consumer: info.name, memoryStorage: true)
+          // Nothing stored yet: the fetch times out and leaves its pull request open on the server, which
+          // hands it the message published next, while the subscription is being dropped.
+          let empty = try await pull.fetch(batch: 8, timeout: .milliseconds(20))
+          #expect(empty.isEmpty)
+          _ = try await js.publish(subject: "hist.\(index)", data: bytes("m\(index)"), messageID: "m\(index)")
+        }
+        // Each dropped subscription is unsubscribed, its connection flushed, then destroyed.
+        let destroyed = await eventually(timeout: .seconds(20)) {
+          SubscriptionReaper.shared.destroyedCount - before >= count
+        }
+        #expect(destroyed, "destroyed \(SubscriptionReaper.shared.destroyedCount - before) of \(count)")
+        // The connection still works: every message is stored once and reads back in order.
+        let stored = try await js.readStream("HIST")
+        #expect(stored.map { text($0.data) } == (0..<count).map { "m\($0)" })
+        await connection.close()
+      }
+    }
+
     @Test("createOrUpdateStream updates an existing stream; unknown streams are typed notFound errors")
     func streamManagement() async throws {
       try await withNATSServer { server in
