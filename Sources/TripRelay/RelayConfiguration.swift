@@ -36,6 +36,9 @@ package struct RelayConfiguration: Sendable {
   package var submitOnWatch: Bool
   /// The most follow requests one fetch asks for (relays that fetch in small batches share the work).
   package var fetchBatch: Int
+  /// Attempts at reading a watched trip's history from ``tripsStream`` before its gRPC watchers are finished
+  /// with UNAVAILABLE (they may watch again); the waits between attempts grow from 250 ms to 4 s.
+  package var historyReadAttempts: Int
   /// The stream of trip updates.
   package var tripsStream: String
   /// The work-queue stream of follow requests.
@@ -65,6 +68,7 @@ package struct RelayConfiguration: Sendable {
     self.tripsMaxAge = .seconds(86_400)
     self.submitOnWatch = true
     self.fetchBatch = 32
+    self.historyReadAttempts = 8
     self.tripsStream = RelayNaming.tripsStream
     self.followStream = RelayNaming.followStream
     self.followConsumer = RelayNaming.followConsumer

@@ -522,33 +522,62 @@ final class TripHub: @unchecked Sendable {
     let subject = subject
     let name = name
     catchUp = Task { [self] in
-      let sawFinal = await Self.readHistory(
+      let history = await Self.readHistory(
         subject: subject, jetStream: service.jetStream, configuration: service.configuration
       ) { messages in
         scheduler.execute { self.receiveHistory(messages) }
       }
       let cancelled = Task.isCancelled
-      if !cancelled && !sawFinal && service.configuration.submitOnWatch {
+      if !cancelled, case .read(sawFinal: false) = history, service.configuration.submitOnWatch {
         await Self.submitFollow(name, service.jetStream, service.configuration)
       }
       scheduler.execute {
-        if !cancelled { self.caughtUp() }
+        if !cancelled {
+          if case .failed(let error) = history { self.historyFailed(error) } else { self.caughtUp() }
+        }
         self.catchUp = nil
         service.catchUpEnded()
       }
     }
   }
 
-  /// Reads `subject`'s messages stored when it starts, handing each batch to `emit`; whether one had the
-  /// final state. Ends early when cancelled.
+  /// Loop only: the history could not be read: the watchers get UNAVAILABLE (they may watch again) rather
+  /// than wait for a trip the hub cannot fold.
+  private func historyFailed(_ error: NATSError) {
+    guard catchingUp, !closed, !ended else { return }
+    ended = true
+    pendingLive = []
+    let failed = watchers.values.map(\.call)
+    service.watchers.withLock { $0 -= watchers.count }
+    watchers.removeAll()
+    let status = GRPCStatus(
+      code: .unavailable,
+      message: "the relay cannot read \(name)'s history from \(service.configuration.tripsStream): \(error)")
+    for call in failed { call.finish(status) }
+    service.remove(self)
+  }
+
+  /// How reading a trip's history ended.
+  enum HistoryRead: Sendable {
+    /// Read to the last message stored when it started; `sawFinal`: one had the final state.
+    case read(sawFinal: Bool)
+    /// Failed ``RelayConfiguration/historyReadAttempts`` times in a row; the last error.
+    case failed(NATSError)
+    /// The catch-up was cancelled.
+    case cancelled
+  }
+
+  /// Reads `subject`'s messages stored when it starts, handing each batch to `emit`. Ends early when
+  /// cancelled; gives up after ``RelayConfiguration/historyReadAttempts`` failed attempts in a row.
   private static func readHistory(
     subject: String, jetStream: JetStream, configuration: RelayConfiguration,
     _ emit: @escaping @Sendable ([TripsMessage]) -> Void
-  ) async -> Bool {
+  ) async -> HistoryRead {
     let logger = configuration.logger
     let stream = configuration.tripsStream
     var lastSequence: UInt64 = 0
     var sawFinal = false
+    var failures = 0
     while !Task.isCancelled {
       var consumerName: String?
       do throws(NATSError) {
@@ -577,6 +606,7 @@ final class TripHub: @unchecked Sendable {
               continue
             }
             emptyFetches = 0
+            failures = 0
             var batch: [TripsMessage] = []
             for message in messages {
               guard let read = TripsMessage(message), read.sequence > lastSequence else { continue }
@@ -589,14 +619,22 @@ final class TripHub: @unchecked Sendable {
           }
         }
         try? await jetStream.deleteConsumer(stream: stream, consumer: info.name)
-        return sawFinal
+        return .read(sawFinal: sawFinal)
       } catch {
-        logger.debug("cannot read the history of \(subject) yet", metadata: ["error": "\(error)"])
+        failures += 1
         if let consumerName { try? await jetStream.deleteConsumer(stream: stream, consumer: consumerName) }
-        try? await Task.sleep(for: .milliseconds(250))
+        if failures >= max(1, configuration.historyReadAttempts) {
+          logger.warning(
+            "cannot read the history of \(subject): its watchers get UNAVAILABLE",
+            metadata: ["error": "\(error)", "attempts": "\(failures)"])
+          return .failed(error)
+        }
+        logger.debug("cannot read the history of \(subject) yet", metadata: ["error": "\(error)"])
+        // 250 ms, doubling to 4 s: with 8 attempts, about 16 s of waits (longer than a NATS node's restart).
+        try? await Task.sleep(for: .milliseconds(250 << min(failures - 1, 4)))
       }
     }
-    return sawFinal
+    return .cancelled
   }
 
   private static func submitFollow(

@@ -167,6 +167,44 @@ struct RelayTests {
   }
 
   @Test(
+    "a watcher whose trip's history cannot be read gets UNAVAILABLE from the relay, not an endless wait",
+    .timeLimit(.minutes(1)))
+  func historyReadFailureIsReported() async throws {
+    try await withNATSServer { server in
+      let (sim, simPort) = try makeSim(trips: 2)
+      var relayConfiguration = relayConfiguration("a", nats: server.url, simPort: simPort)
+      relayConfiguration.historyReadAttempts = 2
+      let relay = try await TripRelay.start(relayConfiguration)
+      let runner = Task { await relay.run() }
+      let port = try #require(relay.downstreamPort)
+      // A first watcher gets the relay's feed reading and sees its trip.
+      let first = try JourneySharingServices(configuration: watcherConfiguration(port: port))
+      var firstIterator = first.tripService.tripModel(forTripName: sim.simulator.tripName(index: 0)).updates()
+        .makeAsyncIterator()
+      var firstSnapshot: TripSnapshot?
+      while firstSnapshot == nil, let update = await firstIterator.next() { firstSnapshot = update.snapshot }
+      #expect(firstSnapshot != nil)
+      // NATS goes away: the next watched trip's history cannot be read.
+      server.server.stop()
+      let second = try JourneySharingServices(configuration: watcherConfiguration(port: port))
+      var error: GRPCError?
+      for await update in second.tripService.tripModel(forTripName: sim.simulator.tripName(index: 1)).updates() {
+        if let failure = update.error {
+          error = failure
+          break
+        }
+      }
+      #expect(error?.code == .unavailable)
+      #expect(error?.message.contains("cannot read") == true, "\(String(describing: error))")
+      await second.shutdown()
+      await first.shutdown()
+      await relay.shutdown()
+      await runner.value
+      await sim.shutdown()
+    }
+  }
+
+  @Test(
     "40 trips watched through one relay are read from TRIPS by one consumer, not one per trip; each watcher sees its end"
   )
   func oneFeedForManyTrips() async throws {
