@@ -65,6 +65,28 @@ public final class TripPipelineHarness: @unchecked Sendable {
     return changes
   }
 
+  /// Runs one encoded update through trip `index`'s pipeline as a followed trip's stream does with the
+  /// message's bytes: decoded flat when it is a vehicle's progress (`TripProgressUpdate`), whole otherwise,
+  /// then merged, derived, diffed and handed off as ``push(_:toTrip:)`` does. Returns the changed property
+  /// bits; nothing changes for bytes that do not decode.
+  @discardableResult
+  public func push(encoded bytes: UnsafeRawBufferPointer, toTrip index: Int) -> TripPropertyFields {
+    let update: StreamedTripUpdate
+    if let progress = TripProgressUpdate.decode(bytes) {
+      update = .progress(progress)
+    } else if let whole = try? TripUpdate(serializedBuffer: bytes) {
+      update = .full(whole)
+    } else {
+      return []
+    }
+    let sendTime = update.sendTime.map { $0.unixTime }
+    let outcome = pipelines[index].apply(update, within: nil) {
+      TripModelEvent(snapshot: $0, error: nil, modelState: .active, sendTime: sendTime)
+    }
+    guard case .applied(let changes, _) = outcome else { return [] }
+    return changes
+  }
+
   /// Wakes the delivery threads for what was queued (a scheduler does this after each socket read); call
   /// after a batch of pushes.
   public func flush() {

@@ -68,6 +68,14 @@ package struct TripPipeline {
   package mutating func apply(
     _ update: TripUpdate, within limits: TripLimits?, event: (TripSnapshot?) -> TripModelEvent
   ) -> Outcome {
+    apply(.full(update), within: limits, event: event)
+  }
+
+  /// Merges a streamed update as the stream decoded it (see ``StreamedTripUpdate``), unless the trip it
+  /// makes is above `limits`; derives, diffs and offers the result.
+  package mutating func apply(
+    _ update: StreamedTripUpdate, within limits: TripLimits?, event: (TripSnapshot?) -> TripModelEvent
+  ) -> Outcome {
     let reclaimed = reclaimPending()
     switch state.apply(update, within: limits) {
     case .success(let changes):

@@ -94,28 +94,30 @@ public final class TripSnapshot: @unchecked Sendable {
   /// remaining_distance_meters (12), eta_to_first_waypoint (13), number_of_passengers (10),
   /// last_location_snappable (26) and remaining_time_to_first_waypoint (27): the fields of a
   /// vehicle's progress, which leave the routes, waypoints and stops alone.
-  package static let progressFields: UInt64 = 1 << 10 | 1 << 11 | 1 << 12 | 1 << 13 | 1 << 26 | 1 << 27
+  package static let progressFields: UInt64 = TripProgressUpdate.progressFieldNumbers
 
   /// Merges a partial update that names only ``progressFields`` into this snapshot's own storage
   /// (only while the caller holds the sole reference); returns what changed, or nil (nothing done)
   /// when the update names other fields. No copy of the trip, no allocation: what the update names
   /// is compared and assigned field by field, and the derived values those fields feed are recomputed.
   package func mergeInPlace(_ update: TripUpdate) -> TripPropertyFields? {
-    var mask: UInt64 = 0
-    for number in update.updatedFields {
-      guard number > 0, number < 64, Self.progressFields & (1 << UInt64(number)) != 0 else { return nil }
-      mask |= 1 << UInt64(number)
-    }
+    guard let progress = TripProgressUpdate(update) else { return nil }
+    return mergeInPlace(progress)
+  }
+
+  /// Merges a progress update into this snapshot's own storage (only while the caller holds the sole
+  /// reference); returns what changed. The same merge as for the equivalent `TripUpdate`, for an update
+  /// decoded flat (`TripProgressUpdate.decode`): no `Trip` is built at all.
+  package func mergeInPlace(_ update: TripProgressUpdate) -> TripPropertyFields {
     var changes: TripPropertyFields = []
-    if mask & (1 << 11) != 0 {
-      let location = update.trip?.lastLocation
+    if update.names(11) {
       // `!=` (concrete, specialized) rather than the generic bitwise comparison: an update that names
       // the location almost always moves it, and one carrying a NaN is reported as a change.
-      if values.trip.lastLocation != location { changes.insert(.routeLastVehicleLocation) }
-      values.trip.lastLocation = location
+      if values.trip.lastLocation != update.lastLocation { changes.insert(.routeLastVehicleLocation) }
+      values.trip.lastLocation = update.lastLocation
     }
-    if mask & (1 << 12) != 0 {
-      let meters = update.trip?.remainingDistanceMeters
+    if update.names(12) {
+      let meters = update.remainingDistanceMeters
       values.trip.remainingDistanceMeters = meters
       let active = meters?.value
       if values.activeRouteRemainingDistance != active { changes.insert(.remainingDistanceOfActiveRouteInMeters) }
@@ -124,20 +126,19 @@ public final class TripSnapshot: @unchecked Sendable {
       if values.remainingRouteDistance != remaining { changes.insert(.distanceOfRemainingRouteInMeters) }
       values.remainingRouteDistance = remaining
     }
-    if mask & (1 << 13) != 0 {
-      let eta = update.trip?.etaToFirstWaypoint
+    if update.names(13) {
+      let eta = update.etaToFirstWaypoint
       values.trip.etaToFirstWaypoint = eta
       let seconds = eta?.unixTime
       if !sameBits(values.etaToNextWaypoint, seconds) { changes.insert(.etaToNextWaypoint) }
       values.etaToNextWaypoint = seconds
     }
-    if mask & (1 << 10) != 0 {
-      let passengers = update.trip?.numberOfPassengers ?? 0
-      if values.trip.numberOfPassengers != passengers { changes.insert(.numberOfPassengers) }
-      values.trip.numberOfPassengers = passengers
+    if update.names(10) {
+      if values.trip.numberOfPassengers != update.numberOfPassengers { changes.insert(.numberOfPassengers) }
+      values.trip.numberOfPassengers = update.numberOfPassengers
     }
-    if mask & (1 << 26) != 0 { values.trip.lastLocationSnappable = update.trip?.lastLocationSnappable ?? false }
-    if mask & (1 << 27) != 0 { values.trip.remainingTimeToFirstWaypoint = update.trip?.remainingTimeToFirstWaypoint }
+    if update.names(26) { values.trip.lastLocationSnappable = update.lastLocationSnappable }
+    if update.names(27) { values.trip.remainingTimeToFirstWaypoint = update.remainingTimeToFirstWaypoint }
     return changes
   }
 

@@ -7,6 +7,23 @@
 
 package import FleetEngineMessages
 
+/// A streamed update as the stream decoded it: flat when it names only a vehicle's progress (the usual
+/// update, see `TripProgressUpdate`), whole otherwise.
+package enum StreamedTripUpdate {
+  /// A progress update, decoded without building a `Trip`.
+  case progress(TripProgressUpdate)
+  /// Any other update.
+  case full(TripUpdate)
+
+  /// The update's `send_time`.
+  package var sendTime: Timestamp? {
+    switch self {
+    case .progress(let update): update.sendTime
+    case .full(let update): update.sendTime
+    }
+  }
+}
+
 /// One followed trip's merged state: the current snapshot, and how an update or a polled
 /// trip becomes the next one (merge, derive, diff). Its snapshot's storage is reused when
 /// nothing else holds it any more, so a steady stream of updates allocates nothing here.
@@ -24,6 +41,24 @@ package struct TripState {
   /// Merges a streaming update; returns what changed for subscribers.
   package mutating func apply(_ update: TripUpdate) -> TripPropertyFields {
     (try? apply(update, within: nil).get()) ?? []
+  }
+
+  /// Merges a streamed update as decoded; a progress update goes into the snapshot's own storage when
+  /// nobody else holds it (no `Trip` built at all), else takes the path of its equivalent `TripUpdate`.
+  package mutating func apply(
+    _ update: StreamedTripUpdate, within limits: TripLimits?
+  ) -> Result<TripPropertyFields, TripLimitViolation> {
+    switch update {
+    case .full(let update):
+      return apply(update, within: limits)
+    case .progress(let progress):
+      if snapshot != nil, isKnownUniquelyReferenced(&snapshot!) {
+        let changes = snapshot!.mergeInPlace(progress)
+        snapshot!.setUpdate(sendTime: progress.sendTime?.unixTime, sequence: progress.sequence)
+        return .success(changes)
+      }
+      return apply(progress.tripUpdate, within: limits)
+    }
   }
 
   /// Merges a streaming update unless the trip it makes is above `limits`; returns what changed for

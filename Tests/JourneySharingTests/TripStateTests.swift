@@ -214,15 +214,21 @@ private final class SnapshotRecorder: TripModelSubscriber, @unchecked Sendable {
 
 @Suite("Pipeline harness")
 struct TripPipelineHarnessTests {
-  @Test func updatesPushedReachTheSubscriberWithTheirSequenceAndSendTime() async throws {
+  /// `encoded`: pushed as bytes, decoded as a stream decodes them (the small updates flat).
+  @Test(arguments: [false, true])
+  func updatesPushedReachTheSubscriberWithTheirSequenceAndSendTime(encoded: Bool) async throws {
     let recorder = SnapshotRecorder()
     let harness = try TripPipelineHarness(tripCount: 20, subscriber: recorder, deliveryThreads: 2)
+    func push(_ update: TripUpdate, toTrip trip: Int) -> TripPropertyFields {
+      guard encoded else { return harness.push(update, toTrip: trip) }
+      return update.serializedBytes().withUnsafeBytes { harness.push(encoded: $0, toTrip: trip) }
+    }
     var full = TripUpdate()
     full.trip = TripSimulator(configuration: SimulationConfiguration(tripCount: 1, seed: 2)).trip(
       index: 0, atSimulatedSeconds: 10)
     full.fullTrip = true
     full.sequence = 1
-    for trip in 0..<20 { #expect(!harness.push(full, toTrip: trip).isEmpty) }
+    for trip in 0..<20 { #expect(!push(full, toTrip: trip).isEmpty) }
     harness.flush()
     for step in 2...50 {
       var small = TripUpdate()
@@ -234,7 +240,7 @@ struct TripPipelineHarnessTests {
       small.updatedFields = [11]
       small.sequence = UInt64(step)
       small.sendTime = Timestamp(unixTime: 1_700_000_000 + Double(step))
-      for trip in 0..<20 { #expect(harness.push(small, toTrip: trip) == [.routeLastVehicleLocation]) }
+      for trip in 0..<20 { #expect(push(small, toTrip: trip) == [.routeLastVehicleLocation]) }
       harness.flush()
     }
     let delivered = await waitUntil {
@@ -245,5 +251,60 @@ struct TripPipelineHarnessTests {
     #expect(delivered)
     #expect(recorder.lock.withLock { $0.values.allSatisfy { $0.sent == 1_700_000_050 } })
     await harness.shutdown()
+  }
+}
+
+@Suite("Trip state: progress updates decoded flat")
+struct FlatProgressUpdateTests {
+  let simulator = TripSimulator(configuration: SimulationConfiguration(provider: "flat", tripCount: 8, seed: 11))
+
+  /// Each update goes through the wire: one state takes it as the stream decodes it (flat when it is a progress
+  /// update), the other decoded whole; both must hold the same snapshot and report the same changes.
+  @Test func flatDecodedUpdatesGiveWhatWholeOnesGive() throws {
+    var flat = 0
+    var checked = 0
+    for index in 0..<8 {
+      let tripID = simulator.plan(index: index).tripID
+      var streamed = TripState(tripID: tripID)
+      var whole = TripState(tripID: tripID)
+      for (update, _) in streamUpdates(simulator, index: index, step: 7) {
+        let bytes = update.serializedBytes()
+        let decoded = try TripUpdate(serializedBytes: bytes)
+        let progress = bytes.withUnsafeBytes { TripProgressUpdate.decode($0) }
+        if progress != nil { flat += 1 }
+        let input: StreamedTripUpdate = progress.map { .progress($0) } ?? .full(decoded)
+        let streamedChanges = try streamed.apply(input, within: nil).get()
+        let wholeChanges = try whole.apply(decoded, within: nil).get()
+        let a = try #require(streamed.snapshot)
+        let b = try #require(whole.snapshot)
+        expectSameValues(a, b, "trip \(index), update \(update.sequence)")
+        #expect(streamedChanges == wholeChanges, "trip \(index), update \(update.sequence)")
+        #expect(a.updateSequence == b.updateSequence)
+        #expect(a.updateSendTime == b.updateSendTime)
+        checked += 1
+      }
+    }
+    #expect(checked > 50)
+    // The vehicle's progress between stops is most of a trip's updates, and those decode flat.
+    #expect(flat > checked / 4, "\(flat) of \(checked) decoded flat")
+  }
+
+  /// A snapshot a subscriber holds is not merged into: a flat update then takes the whole update's path.
+  @Test func aHeldSnapshotIsNotMergedIntoByAFlatUpdate() throws {
+    let updates = streamUpdates(simulator, index: 2, step: 5)
+    var state = TripState(tripID: simulator.plan(index: 2).tripID)
+    _ = state.apply(updates[0].0)
+    let progressUpdate = try #require(
+      updates.dropFirst().lazy.compactMap { pair in
+        pair.0.serializedBytes().withUnsafeBytes { TripProgressUpdate.decode($0) }
+      }.first)
+    let held = try #require(state.snapshot)
+    let heldLocation = held.vehicleLocation
+    let changes = try state.apply(.progress(progressUpdate), within: nil).get()
+    #expect(state.snapshot !== held)
+    #expect(held.vehicleLocation == heldLocation)
+    #expect(state.snapshot?.vehicleLocation == progressUpdate.lastLocation)
+    #expect(state.snapshot?.updateSequence == progressUpdate.sequence)
+    #expect(changes.contains(.routeLastVehicleLocation))
   }
 }

@@ -62,6 +62,13 @@ let benchmarks: @Sendable () -> Void = {
     }
   }
 
+  // The follower's path for a vehicle's progress: the same bytes decoded flat, with no Trip built.
+  Benchmark("Codec decode small update flat (ProtoWire TripProgressUpdate)") { benchmark in
+    for _ in benchmark.scaledIterations {
+      blackHole(smallBytes.withUnsafeBytes { TripProgressUpdate.decode($0) })
+    }
+  }
+
   Benchmark("Codec decode small update (swift-protobuf)") { benchmark in
     for _ in benchmark.scaledIterations {
       blackHole(try Journeysharing_V1_TripUpdate(serializedBytes: smallBytes))

@@ -35,12 +35,19 @@ final class PipelineRun: @unchecked Sendable {
 /// Distinct small updates (decoded, as the network thread has them after decoding), so that
 /// consecutive updates of a trip differ.
 let smallUpdates: [TripUpdate] = (0..<64).map { Fixtures.smallUpdate(step: $0) }
+/// The same updates encoded, as the network thread has them before decoding: the "encoded" variants decode
+/// each one as a followed trip's stream does (a vehicle's progress flat, with no `Trip` built) and then run
+/// the same step.
+let smallEncoded: [[UInt8]] = smallUpdates.map { $0.serializedBytes() }
 
 let benchmarks: @Sendable () -> Void = {
-  for (tripCount, prometheus) in [(1_000, false), (10_000, false), (100_000, false), (10_000, true)] {
+  for (tripCount, prometheus, encoded) in [
+    (1_000, false, false), (10_000, false, false), (100_000, false, false), (10_000, true, false),
+    (1_000, false, true), (10_000, false, true), (100_000, false, true),
+  ] {
     Benchmark(
-      "Pipeline small update, \(tripCount / 1000)k trips\(prometheus ? ", metrics to Prometheus" : "") "
-        + "(1000 updates per iteration)",
+      "Pipeline small update\(encoded ? " encoded" : ""), \(tripCount / 1000)k trips"
+        + "\(prometheus ? ", metrics to Prometheus" : "") (1000 updates per iteration)",
       configuration: .init(
         metrics: [.wallClock, .cpuTotal, .throughput, .mallocCountTotal],
         warmupIterations: 200,
@@ -54,7 +61,11 @@ let benchmarks: @Sendable () -> Void = {
         for _ in 0..<updatesPerIteration {
           let trip = cursor % tripCount
           let round = cursor / tripCount
-          blackHole(harness.push(smallUpdates[round & 63], toTrip: trip))
+          if encoded {
+            blackHole(smallEncoded[round & 63].withUnsafeBytes { harness.push(encoded: $0, toTrip: trip) })
+          } else {
+            blackHole(harness.push(smallUpdates[round & 63], toTrip: trip))
+          }
           cursor &+= 1
         }
         harness.flush()

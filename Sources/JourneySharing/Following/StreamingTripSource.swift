@@ -151,9 +151,14 @@ final class StreamingTripSource: TripSource {
       scheduler.cancelTimer(watchdogTimer!)
       armWatchdog()
     }
-    let update: TripUpdate
+    let update: StreamedTripUpdate
     do {
-      update = try TripUpdate(serializedBuffer: bytes, options: owner.limits.decodingOptions)
+      // The usual update only moves the vehicle: decoded flat, with no Trip built.
+      if let progress = TripProgressUpdate.decode(bytes, options: owner.limits.decodingOptions) {
+        update = .progress(progress)
+      } else {
+        update = .full(try TripUpdate(serializedBuffer: bytes, options: owner.limits.decodingOptions))
+      }
     } catch {
       abandon()
       owner.source(self, failed: owner.limits.decodeError(error, what: "TripUpdate"), isRefresh: false)

@@ -240,7 +240,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
     tokens.withToken(body)
   }
 
-  func source(_ source: any TripSource, received update: TripUpdate) -> Bool {
+  func source(_ source: any TripSource, received update: StreamedTripUpdate) -> Bool {
     guard source === self.source, following, !finished else { return false }
     countReceived(.stream)
     let previousSendTime = lastSendTime

@@ -44,7 +44,7 @@ protocol TripSourceOwner: AnyObject {
 
   /// A streamed update arrived (decoded); returns false when it was refused and the stream must be
   /// dropped (its input not applied).
-  func source(_ source: any TripSource, received update: TripUpdate) -> Bool
+  func source(_ source: any TripSource, received update: StreamedTripUpdate) -> Bool
   /// A poll answered with `trip` for `request`; `sentAfterUpdates` is the count of streamed updates
   /// applied when it was sent (a refresh beside a stream must not undo newer ones).
   func source(_ source: any TripSource, polled trip: Trip, request: GetTripRequest, sentAfterUpdates: Int)

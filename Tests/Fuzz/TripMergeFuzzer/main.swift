@@ -57,8 +57,20 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let body = UnsafeRawBufferPointer(rebasing: input[(offset + 3)..<(offset + 3 + length)])
     offset += 3 + length
     records += 1
-    guard let update = try? TripUpdate(serializedBuffer: body) else { continue }
-    let step = op & 2 == 0 ? Step.apply(update) : Step.poll(update.trip ?? Trip())
+    guard let update = try? TripUpdate(serializedBuffer: body) else {
+      require(TripProgressUpdate.decode(body) == nil, "the flat decoder took bytes the full decoder rejects")
+      continue
+    }
+    // As the follower decodes it: flat when it is a progress update. Flat, it must carry what the full
+    // decode does (compared through the equivalent update's encoding, so NaNs compare by bit pattern).
+    let flat = TripProgressUpdate.decode(body)
+    if let flat {
+      guard let full = TripProgressUpdate(update) else { fatalError("decoded flat, not a progress update in full") }
+      require(
+        flat.tripUpdate.serializedBytes() == full.tripUpdate.serializedBytes(), "flat and full decodes differ")
+    }
+    let streamed = flat.map { StreamedTripUpdate.progress($0) } ?? .full(update)
+    let step = op & 2 == 0 ? Step.apply(update, streamed) : Step.poll(update.trip ?? Trip())
     perform(step, alone: &alone, held: &held, subscribers: (aloneSubscriber, heldSubscriber), tripID: tripID)
     if op & 1 != 0 {
       perform(
@@ -74,8 +86,8 @@ func require(_ condition: Bool, _ message: @autoclosure () -> String) {
 }
 
 enum Step {
-  /// A streaming update, as the follower applies it.
-  case apply(TripUpdate)
+  /// A streaming update, and as the follower decodes and applies it (flat when it is a progress update).
+  case apply(TripUpdate, StreamedTripUpdate)
   /// A polled trip, as the follower installs it.
   case poll(Trip)
 }
@@ -108,7 +120,7 @@ func run(_ step: Step, through pipeline: inout TripPipeline) -> TripPropertyFiel
   let event = { (snapshot: TripSnapshot?) in TripModelEvent(snapshot: snapshot, error: nil, modelState: .active) }
   let outcome =
     switch step {
-    case .apply(let update): pipeline.apply(update, within: nil, event: event)
+    case .apply(_, let streamed): pipeline.apply(streamed, within: nil, event: event)
     case .poll(let trip): pipeline.replace(with: trip, within: nil, event: event)
     }
   guard case .applied(let changes, _) = outcome else { fatalError("a step was refused with no limits") }
@@ -127,7 +139,7 @@ func perform(
   let heldBefore = heldSnapshot?.values
 
   var inPlaceFields: UInt64?
-  if case .apply(let update) = step {
+  if case .apply(let update, _) = step {
     inPlaceFields = aloneBefore == nil || update.fullTrip ? nil : progressMask(update.updatedFields)
   }
   let offersBefore = (subscribers.alone.offers, subscribers.held.offers)
@@ -161,7 +173,7 @@ func perform(
   checkFiltered(aloneAfter.trip, tripID: tripID)
 
   switch step {
-  case .apply(let update):
+  case .apply(let update, _):
     require(
       aloneAfter.updateSequence == update.sequence, "sequence \(aloneAfter.updateSequence), sent \(update.sequence)")
     require(
