@@ -38,7 +38,7 @@ public enum EncodedPolyline {
   /// ±2^53 units is clamped, so the output is always decodable.
   ///
   /// - Precondition: `precision` is in ``supportedPrecisions``.
-  public static func encode(_ points: [LatLng], precision: Int = 5) -> String {
+  public static func encode<Points: Collection<LatLng>>(_ points: Points, precision: Int = 5) -> String {
     precondition(supportedPrecisions.contains(precision), "polyline precision \(precision) is not in 0...10")
     let factor = powerOfTen(precision)
     var bytes: [UInt8] = []

@@ -365,7 +365,8 @@ public struct ProtoJSONWriter: Sendable {
   }
 
   /// A repeated message field, left out when empty.
-  public mutating func repeatedMessageField<M: ProtoJSONEncodable>(_ protoName: String, _ values: [M]) {
+  public mutating func repeatedMessageField<S: Collection>(_ protoName: String, _ values: S)
+  where S.Element: ProtoJSONEncodable {
     guard !values.isEmpty else { return }
     writeKey(protoName)
     beginArray()

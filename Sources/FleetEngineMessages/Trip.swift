@@ -223,8 +223,8 @@ public struct Trip: ProtoMessage, Hashable {
   /// `vehicle_waypoints` (field 20): every remaining waypoint of the assigned vehicle, for manual ordering (not
   /// returned by GetTrip).
   public var vehicleWaypoints: [TripWaypoint] = []
-  /// `route` (field 9): the anticipated route to the first remaining waypoint (output only).
-  public var route: [LatLng] = []
+  /// `route` (field 9): the anticipated route to the first remaining waypoint (output only), 16 bytes a point.
+  public var route = LatLngPath()
   /// `current_route_segment` (field 21): the path to the next waypoint as an encoded polyline (output only).
   public var currentRouteSegment: String = ""
   /// `current_route_segment_version` (field 17): when the route last changed (output only).

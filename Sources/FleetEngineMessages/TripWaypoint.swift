@@ -14,8 +14,8 @@ public struct TripWaypoint: ProtoMessage, Hashable {
   public var tripId: String = ""
   /// `waypoint_type` (field 3): the role of the waypoint in its trip.
   public var waypointType: WaypointType = .unknownWaypointType
-  /// `path_to_waypoint` (field 4): the path from the previous waypoint to this one.
-  public var pathToWaypoint: [LatLng] = []
+  /// `path_to_waypoint` (field 4): the path from the previous waypoint to this one, 16 bytes a point.
+  public var pathToWaypoint = LatLngPath()
   /// `encoded_path_to_waypoint` (field 5): the same path as an encoded polyline.
   public var encodedPathToWaypoint: String = ""
   /// `traffic_to_waypoint` (field 10): traffic conditions along the path to this waypoint.

@@ -129,7 +129,7 @@ extension TripModelSubscriber {
             tripModel(model, didUpdateActiveRouteRemainingDistance: meters)
           }
         }),
-      each(.activeRoute, { tripModel(model, didUpdateActiveRoute: snapshot.activeRoute) }),
+      each(.activeRoute, { tripModel(model, didUpdateActiveRoute: Array(snapshot.activeRoute)) }),
       each(.routeLastVehicleLocation, { tripModel(model, didUpdate: snapshot.vehicleLocation) }),
       each(.pickupLocation, { tripModel(model, didUpdatePickupLocation: snapshot.pickupLocation) }),
       each(.dropoffLocation, { tripModel(model, didUpdateDropoffLocation: snapshot.dropoffLocation) }),
@@ -152,7 +152,7 @@ extension TripModelSubscriber {
         {
           if let meters = snapshot.remainingRouteDistance { tripModel(model, didUpdateRemainingRouteDistance: meters) }
         }),
-      each(.remainingRoute, { tripModel(model, didUpdateRemainingRoute: snapshot.remainingRoute) }),
+      each(.remainingRoute, { tripModel(model, didUpdateRemainingRoute: Array(snapshot.remainingRoute)) }),
       each(
         .remainingRouteTraffic,
         {

@@ -18,10 +18,10 @@ public final class TripSnapshot: @unchecked Sendable {
     package var trip: Trip
     package var pickupLocation: TerminalLocation?
     package var dropoffLocation: TerminalLocation?
-    package var activeRoute: [LatLng] = []
+    package var activeRoute = LatLngPath()
     package var activeRouteTraffic: ConsumableTrafficPolyline?
     package var activeRouteRemainingDistance: Int32?
-    package var remainingRoute: [LatLng] = []
+    package var remainingRoute = RouteLegs()
     package var remainingRouteTraffic: ConsumableTrafficPolyline?
     package var remainingRouteDistance: Int32?
     package var etaToNextWaypoint: Double?
@@ -44,14 +44,16 @@ public final class TripSnapshot: @unchecked Sendable {
   public var pickupLocation: TerminalLocation? { _read { yield values.pickupLocation } }
   /// Where the rider is dropped off (nil once the trip is canceled).
   public var dropoffLocation: TerminalLocation? { _read { yield values.dropoffLocation } }
-  /// The route from the vehicle to the next waypoint (decoded when the server sent an encoded polyline).
-  public var activeRoute: [LatLng] { _read { yield values.activeRoute } }
+  /// The route from the vehicle to the next waypoint (decoded when the server sent an encoded polyline), 16
+  /// bytes a point; the trip's own `route` when it came as a list of points.
+  public var activeRoute: LatLngPath { _read { yield values.activeRoute } }
   /// Traffic on the active route.
   public var activeRouteTraffic: ConsumableTrafficPolyline? { values.activeRouteTraffic }
   /// Meters from the vehicle to the next waypoint along the active route.
   public var activeRouteRemainingDistance: Int32? { values.activeRouteRemainingDistance }
-  /// The route after the next waypoint, to the last one.
-  public var remainingRoute: [LatLng] { _read { yield values.remainingRoute } }
+  /// The route after the next waypoint, to the last one: the later waypoints' paths end to end, read in
+  /// place (not a copy of their points).
+  public var remainingRoute: RouteLegs { _read { yield values.remainingRoute } }
   /// Traffic on the remaining route (the waypoints' traffic joined, indices into `remainingRoute`).
   public var remainingRouteTraffic: ConsumableTrafficPolyline? { values.remainingRouteTraffic }
   /// Meters from the vehicle to the last waypoint.
@@ -204,7 +206,7 @@ extension TripSnapshot.Values {
       if let previous, previous.trip.route.isEmpty, previous.trip.currentRouteSegment == trip.currentRouteSegment {
         activeRoute = previous.activeRoute
       } else {
-        activeRoute = EncodedPolyline.decode(trip.currentRouteSegment) ?? []
+        activeRoute = LatLngPath(EncodedPolyline.decode(trip.currentRouteSegment) ?? [])
       }
     } else {
       activeRoute = []
@@ -226,14 +228,16 @@ extension TripSnapshot.Values {
       remainingRoute = previous.remainingRoute
       remainingRouteTraffic = previous.remainingRouteTraffic
     } else {
-      var remaining: [LatLng] = []
+      var legs: [LatLngPath] = []
+      var points = 0
       var intervals: [SpeedReadingInterval] = []
-      // The first waypoint's leg is the active route; later legs form the remaining route.
+      // The first waypoint's leg is the active route; later legs form the remaining route, each the
+      // waypoint's own path (shared, not copied) or its encoded polyline decoded.
       for waypoint in trip.remainingWaypoints.dropFirst() {
         let path =
           !waypoint.pathToWaypoint.isEmpty
-          ? waypoint.pathToWaypoint : (EncodedPolyline.decode(waypoint.encodedPathToWaypoint) ?? [])
-        let offset = Int32(clamping: remaining.count)
+          ? waypoint.pathToWaypoint : LatLngPath(EncodedPolyline.decode(waypoint.encodedPathToWaypoint) ?? [])
+        let offset = Int32(clamping: points)
         for interval in waypoint.trafficToWaypoint?.speedReadingInterval ?? [] {
           // The indices come from the network: held at Int32's bounds instead of trapping (a reading
           // past the route's end stays past it).
@@ -242,9 +246,10 @@ extension TripSnapshot.Values {
           shifted.endPolylinePointIndex = saturatingSum(interval.endPolylinePointIndex, offset)
           intervals.append(shifted)
         }
-        remaining.append(contentsOf: path)
+        if !path.isEmpty { legs.append(path) }
+        points += path.count
       }
-      remainingRoute = remaining
+      remainingRoute = RouteLegs(legs: legs)
       if intervals.isEmpty {
         remainingRouteTraffic = nil
       } else {
@@ -284,9 +289,9 @@ extension TripSnapshot.Values {
       fields.insert(.remainingDistanceOfActiveRouteInMeters)
     }
     if old.remainingRouteDistance != remainingRouteDistance { fields.insert(.distanceOfRemainingRouteInMeters) }
-    if !sameElements(old.activeRoute, activeRoute) { fields.insert(.activeRoute) }
+    if !old.activeRoute.isBitwiseEqual(to: activeRoute) { fields.insert(.activeRoute) }
     if !sameTraffic(old.activeRouteTraffic, activeRouteTraffic) { fields.insert(.activeRouteTraffic) }
-    if !sameElements(old.remainingRoute, remainingRoute) { fields.insert(.remainingRoute) }
+    if !old.remainingRoute.isBitwiseEqual(to: remainingRoute) { fields.insert(.remainingRoute) }
     if !sameTraffic(old.remainingRouteTraffic, remainingRouteTraffic) { fields.insert(.remainingRouteTraffic) }
     if !sameBits(old.etaToNextWaypoint, etaToNextWaypoint) { fields.insert(.etaToNextWaypoint) }
     if !sameBits(old.pickupETA, pickupETA) { fields.insert(.pickupETA) }

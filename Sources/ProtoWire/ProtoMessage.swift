@@ -92,3 +92,19 @@ public protocol ProtoEnum: Sendable, Hashable {
   /// The value's name in the .proto file, or its number for an unnamed value.
   var protoName: String { get }
 }
+
+/// A container of a repeated message field other than `Array`, which
+/// ``WireReader/readRepeatedMessage(_:into:budget:)`` can decode into (for example a path of points
+/// stored more compactly than an array of messages).
+public protocol WireRepeatedMessageStorage {
+  /// The message type of the field.
+  associatedtype Element: ProtoMessage
+  /// The number of elements held.
+  var count: Int { get }
+  /// The number of elements the storage can hold without allocating.
+  var capacity: Int { get }
+  /// Makes room for at least `minimumCapacity` elements.
+  mutating func reserveCapacity(_ minimumCapacity: Int)
+  /// Appends one element.
+  mutating func append(_ element: Element)
+}

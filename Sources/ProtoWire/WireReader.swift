@@ -355,6 +355,28 @@ public struct WireReader {
     messages.append(consume value)
   }
 
+  /// Decodes the message of `tag` and appends it to `storage`, a container other than `Array` (a compact
+  /// representation of a repeated message field), within the element limits and reserving room ahead for a
+  /// run of elements exactly as ``readRepeatedMessage(_:into:budget:)`` does for an array.
+  @inlinable
+  public mutating func readRepeatedMessage<S: WireRepeatedMessageStorage>(
+    _ tag: FieldTag, into storage: inout S, budget: WireElementBudget? = nil
+  ) throws(WireDecodingError) {
+    let count = storage.count
+    let room = try elementRoom(tag, count: count, budget: budget)
+    if count == storage.capacity {
+      let run = countLengthDelimitedRun(upTo: room)
+      if run > 1 {
+        let byBytes = 1 + Swift.max(0, limit - position - 1) / 2
+        storage.reserveCapacity(count + Swift.min(Swift.max(run, count), room, byBytes))
+      }
+    }
+    if let budget, budget.scope == .wholeInput { budgetRemaining[budget.slot] -= 1 }
+    var value = S.Element()
+    try readMessage(tag, into: &value)
+    storage.append(value)
+  }
+
   /// How many more elements the repeated field of `tag`, holding `count`, may take: at least 1,
   /// or it throws ``WireDecodingError/Kind/elementLimitExceeded(field:limit:budget:)`` at the tag.
   @inlinable

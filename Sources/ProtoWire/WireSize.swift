@@ -74,7 +74,8 @@ public enum WireSize {
     lengthDelimited(value.encodedSize(), field: field)
   }
   /// The size of a repeated message field.
-  @inlinable public static func repeatedMessage<M: ProtoMessage>(_ values: [M], field: Int) -> Int {
+  @inlinable public static func repeatedMessage<S: Sequence>(_ values: S, field: Int) -> Int
+  where S.Element: ProtoMessage {
     var size = 0
     for value in values { size += message(value, field: field) }
     return size

@@ -147,7 +147,8 @@ public struct WireWriter {
     value.encodeFields(to: &self)
   }
   /// Writes each message of a repeated message field.
-  @inlinable public mutating func writeRepeatedMessage<M: ProtoMessage>(_ values: [M], field: Int) {
+  @inlinable public mutating func writeRepeatedMessage<S: Sequence>(_ values: S, field: Int)
+  where S.Element: ProtoMessage {
     for value in values { writeMessage(value, field: field) }
   }
   /// Writes each string of a repeated string field.

@@ -80,9 +80,9 @@ struct DecodingBudgetTests {
   func routePointsAddUp() throws {
     var point = LatLng(latitude: 1, longitude: 2)
     var trip = Trip()
-    trip.route = Array(repeating: point, count: 10_000)
+    trip.route = LatLngPath(repeating: point, count: 10_000)
     var waypoint = TripWaypoint()
-    waypoint.pathToWaypoint = Array(repeating: point, count: 5_000)
+    waypoint.pathToWaypoint = LatLngPath(repeating: point, count: 5_000)
     var traffic = ConsumableTrafficPolyline()
     traffic.speedReadingInterval = Array(repeating: SpeedReadingInterval(), count: 5_000)
     waypoint.trafficToWaypoint = traffic

@@ -277,10 +277,10 @@ struct TripSimulatorTests {
         #expect(list.currentRouteSegment.isEmpty && encoded.route.isEmpty)
         #expect(list.route.isEmpty == encoded.currentRouteSegment.isEmpty)
         let decoded = try #require(EncodedPolyline.decode(encoded.currentRouteSegment))
-        try expectSamePoints(decoded, list.route)
+        try expectSamePoints(decoded, Array(list.route))
         if let traffic = list.currentRouteSegmentTraffic {
           // The traffic's path is the route, its intervals cover it end to end without gaps.
-          try expectSamePoints(try #require(EncodedPolyline.decode(traffic.encodedPathToWaypoint)), list.route)
+          try expectSamePoints(try #require(EncodedPolyline.decode(traffic.encodedPathToWaypoint)), Array(list.route))
           let intervals = traffic.speedReadingInterval
           #expect(intervals.first?.startPolylinePointIndex == 0)
           #expect(intervals.last.map { Int($0.endPolylinePointIndex) } == list.route.count - 1)
@@ -291,7 +291,7 @@ struct TripSimulatorTests {
         #expect(list.remainingWaypoints.count == encoded.remainingWaypoints.count)
         for (w, e) in zip(list.remainingWaypoints, encoded.remainingWaypoints) {
           #expect(w.encodedPathToWaypoint.isEmpty && e.pathToWaypoint.isEmpty)
-          try expectSamePoints(try #require(EncodedPolyline.decode(e.encodedPathToWaypoint)), w.pathToWaypoint)
+          try expectSamePoints(try #require(EncodedPolyline.decode(e.encodedPathToWaypoint)), Array(w.pathToWaypoint))
         }
         // Apart from the route's form, the two are the same trip.
         var a = list

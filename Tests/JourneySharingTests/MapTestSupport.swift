@@ -55,7 +55,7 @@ func mapTestWaypoint(
   waypoint.location = location
   waypoint.tripId = tripID
   waypoint.waypointType = type
-  waypoint.pathToWaypoint = path
+  waypoint.pathToWaypoint = LatLngPath(path)
   waypoint.distanceMeters = distance.map(Int32Value.init)
   waypoint.eta = eta.map { Timestamp(seconds: $0) }
   return waypoint
@@ -86,7 +86,7 @@ func mapTestTrip(
   trip.name = mapTestTripName
   trip.vehicleId = "vehicle-1"
   trip.tripStatus = status
-  trip.route = route
+  trip.route = LatLngPath(route)
   trip.lastLocation = vehicle
   if !traffic.isEmpty {
     var polyline = ConsumableTrafficPolyline()

@@ -27,7 +27,7 @@ enum TripExcess: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var trip = trip
     switch self {
     case .routeList:
-      trip.route = linePoints(20_001)
+      trip.route = LatLngPath(linePoints(20_001))
     case .encodedCurrentSegment:
       trip.currentRouteSegment = EncodedPolyline.encode(linePoints(20_001))
     case .waypointPathsTogether:
@@ -35,7 +35,7 @@ enum TripExcess: String, CaseIterable, Sendable, CustomTestStringConvertible {
       let waypoint = trip.remainingWaypoints[0]
       trip.remainingWaypoints = (0..<3).map { index in
         var copy = waypoint
-        copy.pathToWaypoint = linePoints(7_000, start: Double(index * 7_000))
+        copy.pathToWaypoint = LatLngPath(linePoints(7_000, start: Double(index * 7_000)))
         return copy
       }
     case .segmentTraffic:

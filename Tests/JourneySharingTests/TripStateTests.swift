@@ -163,7 +163,7 @@ struct TripStateTests {
     func leg(points: Int, traffic: [(Int32, Int32)]) -> TripWaypoint {
       var waypoint = TripWaypoint()
       waypoint.tripId = "t"
-      waypoint.pathToWaypoint = (0..<points).map { LatLng(latitude: Double($0), longitude: 1) }
+      waypoint.pathToWaypoint = LatLngPath((0..<points).map { LatLng(latitude: Double($0), longitude: 1) })
       var polyline = ConsumableTrafficPolyline()
       polyline.speedReadingInterval = traffic.map { start, end in
         var interval = SpeedReadingInterval()

@@ -83,7 +83,7 @@ public enum Fixtures {
     trip.dropoffPoint = dropoff
     trip.pickupTime = Timestamp(seconds: 1_750_000_300)
     trip.dropoffTime = Timestamp(seconds: 1_750_001_200)
-    trip.route = path(count: 200, latitude: 52.3601, longitude: 4.8803)
+    trip.route = LatLngPath(path(count: 200, latitude: 52.3601, longitude: 4.8803))
     trip.currentRouteSegmentVersion = Timestamp(seconds: 1_750_000_010, nanos: 5)
     trip.currentRouteSegmentTraffic = traffic(points: 200, intervals: 12)
     trip.currentRouteSegmentTrafficVersion = Timestamp(seconds: 1_750_000_010, nanos: 5)
@@ -94,7 +94,7 @@ public enum Fixtures {
       waypoint.tripId = "trip-42"
       waypoint.waypointType = location.terminalLocationType
       if k > 0 {
-        waypoint.pathToWaypoint = path(count: 60, latitude: 52.37 - Double(k) * 0.004, longitude: 4.89)
+        waypoint.pathToWaypoint = LatLngPath(path(count: 60, latitude: 52.37 - Double(k) * 0.004, longitude: 4.89))
         waypoint.trafficToWaypoint = traffic(points: 60, intervals: 4)
       }
       waypoint.distanceMeters = Int32Value(Int32(1500 + 900 * k))

@@ -36,7 +36,7 @@ public struct TripPlan: Sendable {
   /// The drive to one stop: a dense polyline with a speed for every edge.
   public struct Leg: Sendable {
     /// The route, from where the vehicle starts the leg to the stop; a point every 20–35 m and at every corner.
-    public let path: [LatLng]
+    public let path: LatLngPath
     /// The driving distance (m) from `path[0]` to `path[k]`.
     public let cumulativeDistances: [Double]
     /// The driving time (s) from `path[0]` to `path[k]`, from the speed profile.
@@ -373,7 +373,8 @@ extension TripPlan {
     trafficPolyline.speedReadingInterval = intervals
     trafficPolyline.encodedPathToWaypoint = encoded
     return Leg(
-      path: path, cumulativeDistances: distances, cumulativeTimes: times, speeds: speeds, headings: headings,
+      path: LatLngPath(path), cumulativeDistances: distances, cumulativeTimes: times, speeds: speeds,
+      headings: headings,
       traffic: intervals, departure: departure, routeComputedAt: routeComputedAt, encodedPath: encoded,
       trafficPolyline: trafficPolyline)
   }

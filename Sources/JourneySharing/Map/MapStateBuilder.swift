@@ -405,7 +405,7 @@ public struct MapStateBuilder: Sendable {
   /// A waypoint's path: `path_to_waypoint`, else the decoded `encoded_path_to_waypoint`; empty when neither is
   /// usable.
   private static func path(of waypoint: TripWaypoint) -> [LatLng] {
-    if !waypoint.pathToWaypoint.isEmpty, let points = MapGeo.clean(waypoint.pathToWaypoint) { return points }
+    if !waypoint.pathToWaypoint.isEmpty, let points = MapGeo.clean(Array(waypoint.pathToWaypoint)) { return points }
     if !waypoint.encodedPathToWaypoint.isEmpty, let decoded = EncodedPolyline.decode(waypoint.encodedPathToWaypoint),
       let points = MapGeo.clean(decoded)
     {
@@ -417,7 +417,7 @@ public struct MapStateBuilder: Sendable {
   /// The active route's points and the traffic intervals that index them.
   private func activeRoute(of trip: Trip) -> ([LatLng], [SpeedReadingInterval]) {
     let traffic = trip.currentRouteSegmentTraffic?.speedReadingInterval ?? []
-    if !trip.route.isEmpty, let points = MapGeo.clean(trip.route) { return (points, traffic) }
+    if !trip.route.isEmpty, let points = MapGeo.clean(Array(trip.route)) { return (points, traffic) }
     if !trip.currentRouteSegment.isEmpty, let decoded = EncodedPolyline.decode(trip.currentRouteSegment),
       !decoded.isEmpty, let points = MapGeo.clean(decoded)
     {

@@ -216,7 +216,7 @@ func progressMask(_ fields: [Int32]) -> UInt64? {
 }
 
 /// Element-wise bitwise equality, with no shortcut for shared storage.
-func elementsEqual<T: BitwiseComparable>(_ a: [T], _ b: [T]) -> Bool {
+func elementsEqual<C: Collection>(_ a: C, _ b: C) -> Bool where C.Element: BitwiseComparable {
   a.count == b.count && zip(a, b).allSatisfy { $0.isBitwiseEqual(to: $1) }
 }
 
