@@ -182,125 +182,551 @@ public enum TripView: ProtoEnum, CaseIterable {
 public struct Trip: ProtoMessage, Hashable {
   public static let protoMessageName = "maps.fleetengine.v1.Trip"
 
+  /// The fields, behind one reference: copying a `Trip` copies a pointer, and the first change to a copy
+  /// that shares its storage copies the storage (copy on write, as swift-protobuf does for large messages).
+  /// A trip's fields are most of a followed trip's state, and the trip travels whole through decoding,
+  /// merging, snapshots and deliveries: copying it inline (about 1.7 KB, with a retain and a release for
+  /// every field that holds a reference) was the largest single cost of a full update.
+  // @unchecked Sendable: a Storage is mutated only through `_uniqueStorage()`, that is while the one `Trip`
+  // that holds it is the only reference to it; shared storage is never written.
+  @usableFromInline
+  final class Storage: @unchecked Sendable {
+    var name: String = ""
+    var vehicleId: String = ""
+    var tripStatus: TripStatus = .unknownTripStatus
+    var tripType: TripType = .unknownTripType
+    var pickupPoint: TerminalLocation? = nil
+    var actualPickupPoint: StopLocation? = nil
+    var actualPickupArrivalPoint: StopLocation? = nil
+    var pickupTime: Timestamp? = nil
+    var intermediateDestinations: [TerminalLocation] = []
+    var intermediateDestinationsVersion: Timestamp? = nil
+    var intermediateDestinationIndex: Int32 = 0
+    var actualIntermediateDestinationArrivalPoints: [StopLocation] = []
+    var actualIntermediateDestinations: [StopLocation] = []
+    var dropoffPoint: TerminalLocation? = nil
+    var actualDropoffPoint: StopLocation? = nil
+    var dropoffTime: Timestamp? = nil
+    var remainingWaypoints: [TripWaypoint] = []
+    var vehicleWaypoints: [TripWaypoint] = []
+    var route: LatLngPath = LatLngPath()
+    var currentRouteSegment: String = ""
+    var currentRouteSegmentVersion: Timestamp? = nil
+    var currentRouteSegmentTraffic: ConsumableTrafficPolyline? = nil
+    var currentRouteSegmentTrafficVersion: Timestamp? = nil
+    var currentRouteSegmentEndPoint: TripWaypoint? = nil
+    var remainingDistanceMeters: Int32Value? = nil
+    var etaToFirstWaypoint: Timestamp? = nil
+    var remainingTimeToFirstWaypoint: ProtobufDuration? = nil
+    var remainingWaypointsVersion: Timestamp? = nil
+    var remainingWaypointsRouteVersion: Timestamp? = nil
+    var numberOfPassengers: Int32 = 0
+    var lastLocation: VehicleLocation? = nil
+    var lastLocationSnappable: Bool = false
+    var view: TripView = .tripViewUnspecified
+    var attributes: [TripAttribute] = []
+    var unknownFields: UnknownFields = UnknownFields()
+
+    init() {}
+
+    init(copying other: Storage) {
+      name = other.name
+      vehicleId = other.vehicleId
+      tripStatus = other.tripStatus
+      tripType = other.tripType
+      pickupPoint = other.pickupPoint
+      actualPickupPoint = other.actualPickupPoint
+      actualPickupArrivalPoint = other.actualPickupArrivalPoint
+      pickupTime = other.pickupTime
+      intermediateDestinations = other.intermediateDestinations
+      intermediateDestinationsVersion = other.intermediateDestinationsVersion
+      intermediateDestinationIndex = other.intermediateDestinationIndex
+      actualIntermediateDestinationArrivalPoints = other.actualIntermediateDestinationArrivalPoints
+      actualIntermediateDestinations = other.actualIntermediateDestinations
+      dropoffPoint = other.dropoffPoint
+      actualDropoffPoint = other.actualDropoffPoint
+      dropoffTime = other.dropoffTime
+      remainingWaypoints = other.remainingWaypoints
+      vehicleWaypoints = other.vehicleWaypoints
+      route = other.route
+      currentRouteSegment = other.currentRouteSegment
+      currentRouteSegmentVersion = other.currentRouteSegmentVersion
+      currentRouteSegmentTraffic = other.currentRouteSegmentTraffic
+      currentRouteSegmentTrafficVersion = other.currentRouteSegmentTrafficVersion
+      currentRouteSegmentEndPoint = other.currentRouteSegmentEndPoint
+      remainingDistanceMeters = other.remainingDistanceMeters
+      etaToFirstWaypoint = other.etaToFirstWaypoint
+      remainingTimeToFirstWaypoint = other.remainingTimeToFirstWaypoint
+      remainingWaypointsVersion = other.remainingWaypointsVersion
+      remainingWaypointsRouteVersion = other.remainingWaypointsRouteVersion
+      numberOfPassengers = other.numberOfPassengers
+      lastLocation = other.lastLocation
+      lastLocationSnappable = other.lastLocationSnappable
+      view = other.view
+      attributes = other.attributes
+      unknownFields = other.unknownFields
+    }
+  }
+
+  /// The storage every empty trip shares until its first change.
+  private static let emptyStorage = Storage()
+
+  @usableFromInline var _storage: Storage
+
+  /// The storage, made this trip's own first when another trip shares it.
+  @usableFromInline
+  mutating func _uniqueStorage() -> Storage {
+    if !isKnownUniquelyReferenced(&_storage) { _storage = Storage(copying: _storage) }
+    return _storage
+  }
+
+  /// Whether `self` and `other` share their storage (one is an unchanged copy of the other): equal
+  /// without comparing fields.
+  public func sharesStorage(with other: Trip) -> Bool { _storage === other._storage }
+
   /// `name` (field 1): the resource name, `providers/{provider}/trips/{trip}` (output only).
-  public var name: String = ""
+  public var name: String {
+    get { _storage.name }
+    set { _uniqueStorage().name = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.name
+    }
+  }
   /// `vehicle_id` (field 2): the ID of the vehicle making the trip.
-  public var vehicleId: String = ""
+  public var vehicleId: String {
+    get { _storage.vehicleId }
+    set { _uniqueStorage().vehicleId = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.vehicleId
+    }
+  }
   /// `trip_status` (field 3): the trip's current status.
-  public var tripStatus: TripStatus = .unknownTripStatus
+  public var tripStatus: TripStatus {
+    get { _storage.tripStatus }
+    set { _uniqueStorage().tripStatus = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.tripStatus
+    }
+  }
   /// `trip_type` (field 4): whether the trip is shared or exclusive.
-  public var tripType: TripType = .unknownTripType
+  public var tripType: TripType {
+    get { _storage.tripType }
+    set { _uniqueStorage().tripType = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.tripType
+    }
+  }
   /// `pickup_point` (field 5): where the customer says they will be picked up.
-  public var pickupPoint: TerminalLocation?
+  public var pickupPoint: TerminalLocation? {
+    get { _storage.pickupPoint }
+    set { _uniqueStorage().pickupPoint = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.pickupPoint
+    }
+  }
   /// `actual_pickup_point` (field 22): when and where the customer was actually picked up (input only).
-  public var actualPickupPoint: StopLocation?
+  public var actualPickupPoint: StopLocation? {
+    get { _storage.actualPickupPoint }
+    set { _uniqueStorage().actualPickupPoint = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.actualPickupPoint
+    }
+  }
   /// `actual_pickup_arrival_point` (field 32): when and where the driver actually arrived at the pickup point (input
   /// only).
-  public var actualPickupArrivalPoint: StopLocation?
+  public var actualPickupArrivalPoint: StopLocation? {
+    get { _storage.actualPickupArrivalPoint }
+    set { _uniqueStorage().actualPickupArrivalPoint = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.actualPickupArrivalPoint
+    }
+  }
   /// `pickup_time` (field 6): the estimated or actual pickup time (output only).
-  public var pickupTime: Timestamp?
+  public var pickupTime: Timestamp? {
+    get { _storage.pickupTime }
+    set { _uniqueStorage().pickupTime = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.pickupTime
+    }
+  }
   /// `intermediate_destinations` (field 14): stops requested between pickup and dropoff, in order.
-  public var intermediateDestinations: [TerminalLocation] = []
+  public var intermediateDestinations: [TerminalLocation] {
+    get { _storage.intermediateDestinations }
+    set { _uniqueStorage().intermediateDestinations = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.intermediateDestinations
+    }
+  }
   /// `intermediate_destinations_version` (field 25): when `intermediate_destinations` last changed.
-  public var intermediateDestinationsVersion: Timestamp?
+  public var intermediateDestinationsVersion: Timestamp? {
+    get { _storage.intermediateDestinationsVersion }
+    set { _uniqueStorage().intermediateDestinationsVersion = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.intermediateDestinationsVersion
+    }
+  }
   /// `intermediate_destination_index` (field 15): which intermediate destination the vehicle is heading to or at.
-  public var intermediateDestinationIndex: Int32 = 0
+  public var intermediateDestinationIndex: Int32 {
+    get { _storage.intermediateDestinationIndex }
+    set { _uniqueStorage().intermediateDestinationIndex = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.intermediateDestinationIndex
+    }
+  }
   /// `actual_intermediate_destination_arrival_points` (field 33): when and where the driver arrived at intermediate
   /// destinations (input only).
-  public var actualIntermediateDestinationArrivalPoints: [StopLocation] = []
+  public var actualIntermediateDestinationArrivalPoints: [StopLocation] {
+    get { _storage.actualIntermediateDestinationArrivalPoints }
+    set { _uniqueStorage().actualIntermediateDestinationArrivalPoints = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.actualIntermediateDestinationArrivalPoints
+    }
+  }
   /// `actual_intermediate_destinations` (field 34): when and where the customer was picked up at intermediate
   /// destinations (input only).
-  public var actualIntermediateDestinations: [StopLocation] = []
+  public var actualIntermediateDestinations: [StopLocation] {
+    get { _storage.actualIntermediateDestinations }
+    set { _uniqueStorage().actualIntermediateDestinations = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.actualIntermediateDestinations
+    }
+  }
   /// `dropoff_point` (field 7): where the customer says they will be dropped off.
-  public var dropoffPoint: TerminalLocation?
+  public var dropoffPoint: TerminalLocation? {
+    get { _storage.dropoffPoint }
+    set { _uniqueStorage().dropoffPoint = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.dropoffPoint
+    }
+  }
   /// `actual_dropoff_point` (field 23): when and where the customer was actually dropped off (input only).
-  public var actualDropoffPoint: StopLocation?
+  public var actualDropoffPoint: StopLocation? {
+    get { _storage.actualDropoffPoint }
+    set { _uniqueStorage().actualDropoffPoint = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.actualDropoffPoint
+    }
+  }
   /// `dropoff_time` (field 8): the estimated or actual dropoff time (output only).
-  public var dropoffTime: Timestamp?
+  public var dropoffTime: Timestamp? {
+    get { _storage.dropoffTime }
+    set { _uniqueStorage().dropoffTime = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.dropoffTime
+    }
+  }
   /// `remaining_waypoints` (field 16): the full path from the vehicle to the dropoff point, other trips' waypoints
   /// included (output only).
-  public var remainingWaypoints: [TripWaypoint] = []
+  public var remainingWaypoints: [TripWaypoint] {
+    get { _storage.remainingWaypoints }
+    set { _uniqueStorage().remainingWaypoints = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.remainingWaypoints
+    }
+  }
   /// `vehicle_waypoints` (field 20): every remaining waypoint of the assigned vehicle, for manual ordering (not
   /// returned by GetTrip).
-  public var vehicleWaypoints: [TripWaypoint] = []
+  public var vehicleWaypoints: [TripWaypoint] {
+    get { _storage.vehicleWaypoints }
+    set { _uniqueStorage().vehicleWaypoints = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.vehicleWaypoints
+    }
+  }
   /// `route` (field 9): the anticipated route to the first remaining waypoint (output only), 16 bytes a point.
-  public var route = LatLngPath()
+  public var route: LatLngPath {
+    get { _storage.route }
+    set { _uniqueStorage().route = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.route
+    }
+  }
   /// `current_route_segment` (field 21): the path to the next waypoint as an encoded polyline (output only).
-  public var currentRouteSegment: String = ""
+  public var currentRouteSegment: String {
+    get { _storage.currentRouteSegment }
+    set { _uniqueStorage().currentRouteSegment = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.currentRouteSegment
+    }
+  }
   /// `current_route_segment_version` (field 17): when the route last changed (output only).
-  public var currentRouteSegmentVersion: Timestamp?
+  public var currentRouteSegmentVersion: Timestamp? {
+    get { _storage.currentRouteSegmentVersion }
+    set { _uniqueStorage().currentRouteSegmentVersion = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.currentRouteSegmentVersion
+    }
+  }
   /// `current_route_segment_traffic` (field 28): traffic along `current_route_segment` (output only).
-  public var currentRouteSegmentTraffic: ConsumableTrafficPolyline?
+  public var currentRouteSegmentTraffic: ConsumableTrafficPolyline? {
+    get { _storage.currentRouteSegmentTraffic }
+    set { _uniqueStorage().currentRouteSegmentTraffic = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.currentRouteSegmentTraffic
+    }
+  }
   /// `current_route_segment_traffic_version` (field 30): when `current_route_segment_traffic` last changed (output
   /// only).
-  public var currentRouteSegmentTrafficVersion: Timestamp?
+  public var currentRouteSegmentTrafficVersion: Timestamp? {
+    get { _storage.currentRouteSegmentTrafficVersion }
+    set { _uniqueStorage().currentRouteSegmentTrafficVersion = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.currentRouteSegmentTrafficVersion
+    }
+  }
   /// `current_route_segment_end_point` (field 24): the waypoint where `current_route_segment` ends (output only).
-  public var currentRouteSegmentEndPoint: TripWaypoint?
+  public var currentRouteSegmentEndPoint: TripWaypoint? {
+    get { _storage.currentRouteSegmentEndPoint }
+    set { _uniqueStorage().currentRouteSegmentEndPoint = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.currentRouteSegmentEndPoint
+    }
+  }
   /// `remaining_distance_meters` (field 12): the driving distance left in `current_route_segment` (output only).
-  public var remainingDistanceMeters: Int32Value?
+  public var remainingDistanceMeters: Int32Value? {
+    get { _storage.remainingDistanceMeters }
+    set { _uniqueStorage().remainingDistanceMeters = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.remainingDistanceMeters
+    }
+  }
   /// `eta_to_first_waypoint` (field 13): the ETA at the first entry of `remaining_waypoints` (output only).
-  public var etaToFirstWaypoint: Timestamp?
+  public var etaToFirstWaypoint: Timestamp? {
+    get { _storage.etaToFirstWaypoint }
+    set { _uniqueStorage().etaToFirstWaypoint = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.etaToFirstWaypoint
+    }
+  }
   /// `remaining_time_to_first_waypoint` (field 27): the time from when the trip was returned to `eta_to_first_waypoint`
   /// (output only).
-  public var remainingTimeToFirstWaypoint: ProtobufDuration?
+  public var remainingTimeToFirstWaypoint: ProtobufDuration? {
+    get { _storage.remainingTimeToFirstWaypoint }
+    set { _uniqueStorage().remainingTimeToFirstWaypoint = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.remainingTimeToFirstWaypoint
+    }
+  }
   /// `remaining_waypoints_version` (field 19): when `remaining_waypoints` last changed (output only).
-  public var remainingWaypointsVersion: Timestamp?
+  public var remainingWaypointsVersion: Timestamp? {
+    get { _storage.remainingWaypointsVersion }
+    set { _uniqueStorage().remainingWaypointsVersion = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.remainingWaypointsVersion
+    }
+  }
   /// `remaining_waypoints_route_version` (field 29): when the paths and traffic of `remaining_waypoints` last changed
   /// (output only).
-  public var remainingWaypointsRouteVersion: Timestamp?
+  public var remainingWaypointsRouteVersion: Timestamp? {
+    get { _storage.remainingWaypointsRouteVersion }
+    set { _uniqueStorage().remainingWaypointsRouteVersion = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.remainingWaypointsRouteVersion
+    }
+  }
   /// `number_of_passengers` (field 10): the number of passengers, not counting the driver.
-  public var numberOfPassengers: Int32 = 0
+  public var numberOfPassengers: Int32 {
+    get { _storage.numberOfPassengers }
+    set { _uniqueStorage().numberOfPassengers = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.numberOfPassengers
+    }
+  }
   /// `last_location` (field 11): the vehicle's last reported location along the route (output only).
-  public var lastLocation: VehicleLocation?
+  public var lastLocation: VehicleLocation? {
+    get { _storage.lastLocation }
+    set { _uniqueStorage().lastLocation = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.lastLocation
+    }
+  }
   /// `last_location_snappable` (field 26): whether `last_location` can be snapped to `current_route_segment` (output
   /// only).
-  public var lastLocationSnappable: Bool = false
+  public var lastLocationSnappable: Bool {
+    get { _storage.lastLocationSnappable }
+    set { _uniqueStorage().lastLocationSnappable = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.lastLocationSnappable
+    }
+  }
   /// `view` (field 31): which subset of the fields is populated.
-  public var view: TripView = .tripViewUnspecified
+  public var view: TripView {
+    get { _storage.view }
+    set { _uniqueStorage().view = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.view
+    }
+  }
   /// `attributes` (field 35): custom attributes, each with a unique key.
-  public var attributes: [TripAttribute] = []
-  public var unknownFields = UnknownFields()
+  public var attributes: [TripAttribute] {
+    get { _storage.attributes }
+    set { _uniqueStorage().attributes = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.attributes
+    }
+  }
+  /// Fields of this message that this version does not know, kept byte for byte.
+  public var unknownFields: UnknownFields {
+    get { _storage.unknownFields }
+    set { _uniqueStorage().unknownFields = newValue }
+    _modify {
+      let storage = _uniqueStorage()
+      yield &storage.unknownFields
+    }
+  }
 
-  public init() {}
+  public static func == (a: Trip, b: Trip) -> Bool {
+    a.name == b.name
+      && a.vehicleId == b.vehicleId
+      && a.tripStatus == b.tripStatus
+      && a.tripType == b.tripType
+      && a.pickupPoint == b.pickupPoint
+      && a.actualPickupPoint == b.actualPickupPoint
+      && a.actualPickupArrivalPoint == b.actualPickupArrivalPoint
+      && a.pickupTime == b.pickupTime
+      && a.intermediateDestinations == b.intermediateDestinations
+      && a.intermediateDestinationsVersion == b.intermediateDestinationsVersion
+      && a.intermediateDestinationIndex == b.intermediateDestinationIndex
+      && a.actualIntermediateDestinationArrivalPoints == b.actualIntermediateDestinationArrivalPoints
+      && a.actualIntermediateDestinations == b.actualIntermediateDestinations
+      && a.dropoffPoint == b.dropoffPoint
+      && a.actualDropoffPoint == b.actualDropoffPoint
+      && a.dropoffTime == b.dropoffTime
+      && a.remainingWaypoints == b.remainingWaypoints
+      && a.vehicleWaypoints == b.vehicleWaypoints
+      && a.route == b.route
+      && a.currentRouteSegment == b.currentRouteSegment
+      && a.currentRouteSegmentVersion == b.currentRouteSegmentVersion
+      && a.currentRouteSegmentTraffic == b.currentRouteSegmentTraffic
+      && a.currentRouteSegmentTrafficVersion == b.currentRouteSegmentTrafficVersion
+      && a.currentRouteSegmentEndPoint == b.currentRouteSegmentEndPoint
+      && a.remainingDistanceMeters == b.remainingDistanceMeters
+      && a.etaToFirstWaypoint == b.etaToFirstWaypoint
+      && a.remainingTimeToFirstWaypoint == b.remainingTimeToFirstWaypoint
+      && a.remainingWaypointsVersion == b.remainingWaypointsVersion
+      && a.remainingWaypointsRouteVersion == b.remainingWaypointsRouteVersion
+      && a.numberOfPassengers == b.numberOfPassengers
+      && a.lastLocation == b.lastLocation
+      && a.lastLocationSnappable == b.lastLocationSnappable
+      && a.view == b.view
+      && a.attributes == b.attributes
+      && a.unknownFields == b.unknownFields
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(name)
+    hasher.combine(vehicleId)
+    hasher.combine(tripStatus)
+    hasher.combine(tripType)
+    hasher.combine(pickupPoint)
+    hasher.combine(actualPickupPoint)
+    hasher.combine(actualPickupArrivalPoint)
+    hasher.combine(pickupTime)
+    hasher.combine(intermediateDestinations)
+    hasher.combine(intermediateDestinationsVersion)
+    hasher.combine(intermediateDestinationIndex)
+    hasher.combine(actualIntermediateDestinationArrivalPoints)
+    hasher.combine(actualIntermediateDestinations)
+    hasher.combine(dropoffPoint)
+    hasher.combine(actualDropoffPoint)
+    hasher.combine(dropoffTime)
+    hasher.combine(remainingWaypoints)
+    hasher.combine(vehicleWaypoints)
+    hasher.combine(route)
+    hasher.combine(currentRouteSegment)
+    hasher.combine(currentRouteSegmentVersion)
+    hasher.combine(currentRouteSegmentTraffic)
+    hasher.combine(currentRouteSegmentTrafficVersion)
+    hasher.combine(currentRouteSegmentEndPoint)
+    hasher.combine(remainingDistanceMeters)
+    hasher.combine(etaToFirstWaypoint)
+    hasher.combine(remainingTimeToFirstWaypoint)
+    hasher.combine(remainingWaypointsVersion)
+    hasher.combine(remainingWaypointsRouteVersion)
+    hasher.combine(numberOfPassengers)
+    hasher.combine(lastLocation)
+    hasher.combine(lastLocationSnappable)
+    hasher.combine(view)
+    hasher.combine(attributes)
+    hasher.combine(unknownFields)
+  }
+
+  public init() { _storage = Self.emptyStorage }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {
+    // Fields are read into the storage directly: one uniqueness check per decode, not one per field.
+    let storage = _uniqueStorage()
     while let tag = try reader.nextTag() {
       switch tag.fieldNumber {
-      case 1: name = try reader.readString(tag)
-      case 2: vehicleId = try reader.readString(tag)
-      case 3: tripStatus = try reader.readEnum(tag)
-      case 4: tripType = try reader.readEnum(tag)
-      case 5: try reader.readMessage(tag, into: &pickupPoint)
-      case 6: try reader.readMessage(tag, into: &pickupTime)
-      case 7: try reader.readMessage(tag, into: &dropoffPoint)
-      case 8: try reader.readMessage(tag, into: &dropoffTime)
-      case 9: try reader.readRepeatedMessage(tag, into: &route, budget: .routePoints)
-      case 10: numberOfPassengers = try reader.readInt32(tag)
-      case 11: try reader.readMessage(tag, into: &lastLocation)
-      case 12: try reader.readMessage(tag, into: &remainingDistanceMeters)
-      case 13: try reader.readMessage(tag, into: &etaToFirstWaypoint)
-      case 14: try reader.readRepeatedMessage(tag, into: &intermediateDestinations, budget: .tripStops)
-      case 15: intermediateDestinationIndex = try reader.readInt32(tag)
-      case 16: try reader.readRepeatedMessage(tag, into: &remainingWaypoints, budget: .tripStops)
-      case 17: try reader.readMessage(tag, into: &currentRouteSegmentVersion)
-      case 19: try reader.readMessage(tag, into: &remainingWaypointsVersion)
-      case 20: try reader.readRepeatedMessage(tag, into: &vehicleWaypoints, budget: .tripStops)
-      case 21: currentRouteSegment = try reader.readString(tag)
-      case 22: try reader.readMessage(tag, into: &actualPickupPoint)
-      case 23: try reader.readMessage(tag, into: &actualDropoffPoint)
-      case 24: try reader.readMessage(tag, into: &currentRouteSegmentEndPoint)
-      case 25: try reader.readMessage(tag, into: &intermediateDestinationsVersion)
-      case 26: lastLocationSnappable = try reader.readBool(tag)
-      case 27: try reader.readMessage(tag, into: &remainingTimeToFirstWaypoint)
-      case 28: try reader.readMessage(tag, into: &currentRouteSegmentTraffic)
-      case 29: try reader.readMessage(tag, into: &remainingWaypointsRouteVersion)
-      case 30: try reader.readMessage(tag, into: &currentRouteSegmentTrafficVersion)
-      case 31: view = try reader.readEnum(tag)
-      case 32: try reader.readMessage(tag, into: &actualPickupArrivalPoint)
-      case 33: try reader.readRepeatedMessage(tag, into: &actualIntermediateDestinationArrivalPoints)
-      case 34: try reader.readRepeatedMessage(tag, into: &actualIntermediateDestinations)
-      case 35: try reader.readRepeatedMessage(tag, into: &attributes)
-      default: try reader.skipField(tag, into: &unknownFields)
+      case 1: storage.name = try reader.readString(tag)
+      case 2: storage.vehicleId = try reader.readString(tag)
+      case 3: storage.tripStatus = try reader.readEnum(tag)
+      case 4: storage.tripType = try reader.readEnum(tag)
+      case 5: try reader.readMessage(tag, into: &storage.pickupPoint)
+      case 6: try reader.readMessage(tag, into: &storage.pickupTime)
+      case 7: try reader.readMessage(tag, into: &storage.dropoffPoint)
+      case 8: try reader.readMessage(tag, into: &storage.dropoffTime)
+      case 9: try reader.readRepeatedMessage(tag, into: &storage.route, budget: .routePoints)
+      case 10: storage.numberOfPassengers = try reader.readInt32(tag)
+      case 11: try reader.readMessage(tag, into: &storage.lastLocation)
+      case 12: try reader.readMessage(tag, into: &storage.remainingDistanceMeters)
+      case 13: try reader.readMessage(tag, into: &storage.etaToFirstWaypoint)
+      case 14: try reader.readRepeatedMessage(tag, into: &storage.intermediateDestinations, budget: .tripStops)
+      case 15: storage.intermediateDestinationIndex = try reader.readInt32(tag)
+      case 16: try reader.readRepeatedMessage(tag, into: &storage.remainingWaypoints, budget: .tripStops)
+      case 17: try reader.readMessage(tag, into: &storage.currentRouteSegmentVersion)
+      case 19: try reader.readMessage(tag, into: &storage.remainingWaypointsVersion)
+      case 20: try reader.readRepeatedMessage(tag, into: &storage.vehicleWaypoints, budget: .tripStops)
+      case 21: storage.currentRouteSegment = try reader.readString(tag)
+      case 22: try reader.readMessage(tag, into: &storage.actualPickupPoint)
+      case 23: try reader.readMessage(tag, into: &storage.actualDropoffPoint)
+      case 24: try reader.readMessage(tag, into: &storage.currentRouteSegmentEndPoint)
+      case 25: try reader.readMessage(tag, into: &storage.intermediateDestinationsVersion)
+      case 26: storage.lastLocationSnappable = try reader.readBool(tag)
+      case 27: try reader.readMessage(tag, into: &storage.remainingTimeToFirstWaypoint)
+      case 28: try reader.readMessage(tag, into: &storage.currentRouteSegmentTraffic)
+      case 29: try reader.readMessage(tag, into: &storage.remainingWaypointsRouteVersion)
+      case 30: try reader.readMessage(tag, into: &storage.currentRouteSegmentTrafficVersion)
+      case 31: storage.view = try reader.readEnum(tag)
+      case 32: try reader.readMessage(tag, into: &storage.actualPickupArrivalPoint)
+      case 33: try reader.readRepeatedMessage(tag, into: &storage.actualIntermediateDestinationArrivalPoints)
+      case 34: try reader.readRepeatedMessage(tag, into: &storage.actualIntermediateDestinations)
+      case 35: try reader.readRepeatedMessage(tag, into: &storage.attributes)
+      default: try reader.skipField(tag, into: &storage.unknownFields)
       }
     }
   }

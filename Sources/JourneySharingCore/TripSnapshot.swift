@@ -16,10 +16,7 @@ public final class TripSnapshot: @unchecked Sendable {
   /// The stored state: the trip and everything derived from it.
   package struct Values {
     package var trip: Trip
-    package var pickupLocation: TerminalLocation?
-    package var dropoffLocation: TerminalLocation?
     package var activeRoute = LatLngPath()
-    package var activeRouteTraffic: ConsumableTrafficPolyline?
     package var activeRouteRemainingDistance: Int32?
     package var remainingRoute = RouteLegs()
     package var remainingRouteTraffic: ConsumableTrafficPolyline?
@@ -41,9 +38,9 @@ public final class TripSnapshot: @unchecked Sendable {
   /// The vehicle's last known location.
   public var vehicleLocation: VehicleLocation? { _read { yield values.trip.lastLocation } }
   /// Where the rider is picked up (nil once the trip is canceled).
-  public var pickupLocation: TerminalLocation? { _read { yield values.pickupLocation } }
+  public var pickupLocation: TerminalLocation? { values.pickupLocation }
   /// Where the rider is dropped off (nil once the trip is canceled).
-  public var dropoffLocation: TerminalLocation? { _read { yield values.dropoffLocation } }
+  public var dropoffLocation: TerminalLocation? { values.dropoffLocation }
   /// The route from the vehicle to the next waypoint (decoded when the server sent an encoded polyline), 16
   /// bytes a point; the trip's own `route` when it came as a list of points.
   public var activeRoute: LatLngPath { _read { yield values.activeRoute } }
@@ -186,6 +183,14 @@ public final class TripSnapshot: @unchecked Sendable {
 }
 
 extension TripSnapshot.Values {
+  // Read from the trip rather than kept beside it: a second copy of each location was 240 bytes a snapshot.
+  /// Where the rider is picked up (nil once the trip is canceled).
+  package var pickupLocation: TerminalLocation? { trip.tripStatus == .canceled ? nil : trip.pickupPoint }
+  /// Where the rider is dropped off (nil once the trip is canceled).
+  package var dropoffLocation: TerminalLocation? { trip.tripStatus == .canceled ? nil : trip.dropoffPoint }
+  /// Traffic on the active route.
+  package var activeRouteTraffic: ConsumableTrafficPolyline? { trip.currentRouteSegmentTraffic }
+
   /// Derives the values from a merged trip. Parts whose inputs are the same storage as
   /// `previous`'s (the fields an update did not touch) are taken from it instead of derived again.
   package init(trip rawTrip: Trip, tripID: String, previous: TripSnapshot.Values?) {
@@ -197,9 +202,6 @@ extension TripSnapshot.Values {
       trip.remainingWaypoints.removeAll { !$0.tripId.isEmpty && $0.tripId != tripID }
     }
     self.trip = trip
-    let canceled = trip.tripStatus == .canceled
-    pickupLocation = canceled ? nil : trip.pickupPoint
-    dropoffLocation = canceled ? nil : trip.dropoffPoint
     if !trip.route.isEmpty {
       activeRoute = trip.route
     } else if !trip.currentRouteSegment.isEmpty {
@@ -211,7 +213,6 @@ extension TripSnapshot.Values {
     } else {
       activeRoute = []
     }
-    activeRouteTraffic = trip.currentRouteSegmentTraffic
     activeRouteRemainingDistance = trip.remainingDistanceMeters?.value
     etaToNextWaypoint = trip.etaToFirstWaypoint?.unixTime
 

@@ -1,0 +1,51 @@
+// Tests/FleetEngineMessagesTests/TripStorageTests.swift - Trip's copy-on-write storage
+
+import FleetEngineMessages
+import Testing
+
+@Suite("Trip storage: copies share it until one changes")
+struct TripStorageTests {
+  @Test func aCopySharesStorageAndAChangeToItLeavesTheOriginalAlone() {
+    var original = Trip()
+    original.name = "providers/p/trips/t"
+    original.route = [LatLng(latitude: 1, longitude: 2)]
+    original.remainingWaypoints.append(TripWaypoint())
+    var copy = original
+    #expect(copy.sharesStorage(with: original))
+    #expect(MemoryLayout<Trip>.size == MemoryLayout<Int>.size)
+    copy.remainingWaypoints[0].tripId = "t"
+    copy.tripStatus = .complete
+    #expect(!copy.sharesStorage(with: original))
+    #expect(original.remainingWaypoints[0].tripId.isEmpty)
+    #expect(original.tripStatus == .unknownTripStatus)
+    #expect(copy.name == original.name)
+    #expect(copy != original)
+    copy.remainingWaypoints[0].tripId = ""
+    copy.tripStatus = .unknownTripStatus
+    #expect(copy == original)
+    #expect(copy.hashValue == original.hashValue)
+  }
+
+  @Test func emptyTripsShareOneStorageAndDecodingGivesATripItsOwn() throws {
+    let a = Trip()
+    let b = Trip()
+    #expect(a.sharesStorage(with: b))
+    var named = Trip()
+    named.name = "providers/p/trips/x"
+    let decoded = try Trip(serializedBytes: named.serializedBytes())
+    #expect(!decoded.sharesStorage(with: a))
+    #expect(decoded == named)
+    #expect(a.name.isEmpty && b == Trip())
+  }
+
+  @Test func aTripChangedInsideAnUpdateIsChangedThereOnly() throws {
+    var trip = Trip()
+    trip.vehicleId = "v"
+    var update = TripUpdate()
+    update.trip = trip
+    update.trip?.vehicleId = "w"
+    #expect(trip.vehicleId == "v")
+    #expect(update.trip?.vehicleId == "w")
+    #expect(MemoryLayout<TripUpdate>.size < 100)
+  }
+}
