@@ -47,8 +47,10 @@ final class StreamingTripSource: TripSource {
   private let transport: any GRPCClientTransport
   private let scheduler: any GRPCScheduler
   private let watchdog: StreamWatchdog?
-  /// The poller that runs a `refresh()` beside the stream.
-  private let refresher: PollingTripSource
+  /// The poller that runs a `refresh()` beside the stream, made at the first one (most streams never
+  /// refresh: a poller per stream was about 250 bytes a followed trip).
+  private var refresher: PollingTripSource?
+  private let budget: RequestBudget
   private var call: GRPCCallHandle?
   private var sink: StreamSink?
   /// The span of the stream under way (nil when tracing is off).
@@ -73,8 +75,7 @@ final class StreamingTripSource: TripSource {
     self.transport = transport
     self.scheduler = scheduler
     self.watchdog = watchdog
-    self.refresher = PollingTripSource(
-      owner: owner, transport: transport, scheduler: scheduler, budget: budget, interval: nil)
+    self.budget = budget
   }
 
   func start() {
@@ -91,13 +92,17 @@ final class StreamingTripSource: TripSource {
 
   func stop() {
     stopped = true
-    refresher.stop()
+    refresher?.stop()
     abandon()
   }
 
   func refresh() {
     guard !stopped else { return }
-    refresher.start()
+    if refresher == nil {
+      refresher = PollingTripSource(
+        owner: owner, transport: transport, scheduler: scheduler, budget: budget, interval: nil)
+    }
+    refresher?.start()
   }
 
   private func open(token: String?) {
