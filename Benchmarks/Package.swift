@@ -26,6 +26,8 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     // The pipeline benchmark with metrics recorded into a Prometheus registry, as tripwatch does.
     .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+    // tripload's polling client reads the library's poll round-trip timer through a MetricsFactory of its own.
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
   ],
   targets: [
     // swift-protobuf's code for the same .proto files, generated once by
@@ -65,6 +67,7 @@ let package = Package(
         .product(name: "HTTP2Transport", package: "JourneySharing"),
         .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
       ],
       swiftSettings: swiftSettings
     ),

@@ -6,6 +6,7 @@
 // grpc-swift-2's through GRPCSwiftFollower (one server-streaming call per trip, swift-protobuf
 // decoding of every message).
 
+import CoreMetrics
 import FleetEngineMessages
 import Foundation
 import GRPCSwiftFollower
@@ -121,4 +122,115 @@ enum TripUpdateSample {
     update.sendTime = Timestamp(unixTime: 1_750_000_000.123456)
     return update
   }
+}
+
+// MARK: - Polling
+
+/// Records the library's poll round trips (its `poll_round_trip_seconds` timer) as answered polls; every
+/// other metric goes nowhere.
+final class PollMetricsFactory: MetricsFactory, TimerHandler, @unchecked Sendable {
+  let recorder: LoadRecorder
+
+  init(recorder: LoadRecorder) { self.recorder = recorder }
+
+  func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+    label.hasSuffix("poll_round_trip_seconds") ? self : NOOPMetricsHandler.instance
+  }
+  func recordNanoseconds(_ duration: Int64) { recorder.recordPoll(seconds: Double(duration) / 1e9) }
+
+  func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+    NOOPMetricsHandler.instance
+  }
+  func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+    NOOPMetricsHandler.instance
+  }
+  func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler { NOOPMetricsHandler.instance }
+  func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+    NOOPMetricsHandler.instance
+  }
+  func destroyCounter(_ handler: any CounterHandler) {}
+  func destroyMeter(_ handler: any MeterHandler) {}
+  func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {}
+  func destroyRecorder(_ handler: any RecorderHandler) {}
+  func destroyTimer(_ handler: any TimerHandler) {}
+}
+
+/// One polled trip's subscriber: marks the trip started at its first snapshot, counts errors.
+final class PollingSubscriber: TripModelSubscriber {
+  let index: Int
+  let recorder: LoadRecorder
+  let errors = Atomic<Int>(0)
+
+  init(index: Int, recorder: LoadRecorder) {
+    self.index = index
+    self.recorder = recorder
+  }
+
+  func tripModel(
+    _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
+  ) {
+    recorder.markStarted(trip: index)
+  }
+
+  func tripModel(_ tripModel: TripModel, didFailUpdateTripWithError error: (any Error)?) {
+    errors.add(1, ordering: .relaxed)
+  }
+}
+
+/// This project's client polling Fleet Engine's unary GetTrip (with the *_version fields), with no
+/// request budget (the benchmark's server is not Fleet Engine and has no quota).
+final class JourneySharingPollClient: LoadClient, @unchecked Sendable {
+  let services: JourneySharingServices
+  private var subscriptions: [(TripModel, PollingSubscriber)] = []
+
+  init(host: String, port: Int, connections: Int, deliveryThreads: Int, interval: Duration, recorder: LoadRecorder)
+    throws
+  {
+    var configuration = JourneySharingConfiguration(
+      host: host, port: port, security: .plaintext, providerID: "load", fetchMode: .poll, pollInterval: interval,
+      logger: Logger(label: "tripload"))
+    configuration.connection.maxConnections = connections
+    configuration.deliveryThreads = deliveryThreads
+    configuration.maxRequestsPerSecond = nil
+    configuration.metricsFactory = PollMetricsFactory(recorder: recorder)
+    services = try JourneySharingServices(configuration: configuration)
+  }
+
+  func start(trips: Int, recorder: LoadRecorder) async throws {
+    subscriptions.reserveCapacity(trips)
+    for index in 0..<trips {
+      let model = services.tripService.tripModel(forTripName: tripName(index))
+      let subscriber = PollingSubscriber(index: index, recorder: recorder)
+      model.register(subscriber)
+      subscriptions.append((model, subscriber))
+    }
+  }
+
+  func errorCount() -> Int? {
+    subscriptions.reduce(0) { $0 + $1.1.errors.load(ordering: .relaxed) }
+  }
+}
+
+/// The grpc-swift-2 unary client polling the same trips the same way (GRPCSwiftPoller).
+final class GRPCSwiftPollClient: LoadClient, @unchecked Sendable {
+  let poller: GRPCSwiftPoller
+  private var task: Task<Int, any Error>?
+
+  init(host: String, port: Int, connections: Int, interval: Duration) {
+    poller = GRPCSwiftPoller(host: host, port: port, connections: connections, interval: interval)
+  }
+
+  func start(trips: Int, recorder: LoadRecorder) async throws {
+    let names = (0..<trips).map(tripName)
+    let poller = poller
+    task = Task {
+      try await poller.poll(tripNames: names) { trip, seconds in
+        recorder.markStarted(trip: trip)
+        recorder.recordPoll(seconds: seconds)
+      }
+    }
+  }
+
+  /// Failed polls are counted inside `poll` and reported only when it returns: unknown here.
+  func errorCount() -> Int? { nil }
 }

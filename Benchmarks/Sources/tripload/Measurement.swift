@@ -80,7 +80,10 @@ final class LoadRecorder: @unchecked Sendable {
       gaps.add(Int(sequence - last - 1), ordering: .relaxed)
     }
     guard let sentAt else { return }
-    let micros = max(0, Int(((now - sentAt) * 1e6).rounded()))
+    recordLatency(micros: max(0, Int(((now - sentAt) * 1e6).rounded())))
+  }
+
+  private func recordLatency(micros: Int) {
     if micros < Self.bucketCount {
       buckets[micros].add(1, ordering: .relaxed)
     } else {
@@ -92,6 +95,21 @@ final class LoadRecorder: @unchecked Sendable {
       if exchanged { break }
       seen = original
     }
+  }
+
+  /// Trip `trip` has its first answer (polling clients: a poll answered).
+  func markStarted(trip: Int) {
+    if lastSequence[trip] == 0 {
+      lastSequence[trip] = 1
+      tripsStarted.add(1, ordering: .relaxed)
+    }
+  }
+
+  /// One poll answered after `seconds` (request sent to answer handled), counted while recording.
+  func recordPoll(seconds: Double) {
+    guard recording.load(ordering: .relaxed) else { return }
+    delivered.add(1, ordering: .relaxed)
+    recordLatency(micros: max(0, Int((seconds * 1e6).rounded())))
   }
 
   /// Latency percentiles in milliseconds (p50, p99, p99.9) and the sample count.
@@ -119,6 +137,11 @@ final class LoadRecorder: @unchecked Sendable {
 /// One client run's figures, printed as JSON for the orchestrator.
 struct ClientResult: Codable {
   var client: String
+  /// "stream" (server-streaming GetTrip: `updates` are updates) or "poll" (unary GetTrip: `updates` are
+  /// answered polls, latency is the poll's round trip).
+  var mode: String?
+  /// Seconds between two polls of a trip (poll mode).
+  var pollInterval: Double?
   var trips: Int
   var connections: Int
   var rate: Double?  // updates per trip per second, nil = saturating

@@ -12,8 +12,13 @@ import Foundation
 struct ScenarioResult: Codable {
   var trips: Int
   var rate: Double?
+  /// "stream" or "poll" (nil in results written before polling was measured: stream).
+  var mode: String?
   var connections: Int
+  /// Each client's median over its runs (every figure the median of that figure).
   var clients: [ClientResult]
+  /// Every run of every client, in the order they ran.
+  var runs: [ClientResult]?
   var serverStats: String
 }
 
@@ -32,6 +37,14 @@ struct RunResults: Codable {
   var h2load: H2LoadResult?
 }
 
+/// One scenario: `trips` followed by streaming at `rate` updates per trip per second (nil: as fast as flow
+/// control allows), or polled every `pollInterval` seconds.
+struct Scenario {
+  var trips: Int
+  var rate: Double?
+  var pollInterval: Double?
+}
+
 struct RunCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "run", abstract: "Run the scenarios (quick by default) and write the results as JSON.")
@@ -39,56 +52,78 @@ struct RunCommand: AsyncParsableCommand {
   @Flag(help: "The long version: more trip counts, longer windows.") var full = false
   @Option(help: "Where to write the JSON results.") var out = "results/e2e.json"
   @Option(help: "Measured seconds per client (default: 8 quick, 20 full).") var duration: Double?
-  @Option(help: "Clients to run, comma-separated (journeysharing: an event loop per core; journeysharing-1-loop: one).")
-  var clients = "journeysharing,journeysharing-1-loop,grpc-swift"
+  @Option(
+    help:
+      "Streaming clients, comma-separated (journeysharing: a loop per core; journeysharing-1-loop: one; grpc-swift).")
+  var clients = "journeysharing,grpc-swift"
+  @Option(help: "Polling clients for the polling scenario, comma-separated.")
+  var pollClients = "journeysharing-poll,grpc-swift-poll"
   @Option(help: "Trip counts at 1 update/s, comma-separated (default: quick 1000,10000,100000).") var trips: String?
+  @Option(help: "Trips polled every 5 s in the polling scenario (default: quick 10000, full 100000; 0: none).")
+  var pollTrips: Int?
+  @Option(help: "Runs of each client in each scenario; the results are their medians.") var runs = 3
 
   func run() async throws {
     signal(SIGPIPE, SIG_IGN)
     let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     let seconds = duration ?? (full ? 20 : 8)
     let kinds = clients.split(separator: ",").map(String.init)
+    let pollKinds = pollClients.split(separator: ",").map(String.init)
     let counts =
       trips.map { $0.split(separator: ",").compactMap { Int($0) } }
       ?? (full ? [1_000, 10_000, 50_000, 100_000] : [1_000, 10_000, 100_000])
-    var scenarios: [(trips: Int, rate: Double?)] = counts.map { ($0, 1.0) }
-    scenarios.append((10_000, nil))
-    if full { scenarios.append((1_000, nil)) }
+    var scenarios = counts.map { Scenario(trips: $0, rate: 1.0) }
+    scenarios.append(Scenario(trips: 10_000, rate: nil))
+    if full { scenarios.append(Scenario(trips: 1_000, rate: nil)) }
+    let polled = pollTrips ?? (full ? 100_000 : 10_000)
+    if polled > 0 { scenarios.append(Scenario(trips: polled, rate: 1.0, pollInterval: 5)) }
+    guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
 
     var results: [ScenarioResult] = []
     for scenario in scenarios {
+      let polling = scenario.pollInterval != nil
       let connections = max(2, (scenario.trips + 9_999) / 10_000)
-      progress(
-        "== \(scenario.trips) trips, \(scenario.rate.map { "\($0) update/s each" } ?? "as fast as flow control allows"), \(connections) connections"
-      )
+      let what =
+        polling
+        ? "polled every \(scenario.pollInterval!) s"
+        : scenario.rate.map { "\($0) update/s each" } ?? "as fast as flow control allows"
+      progress("== \(scenario.trips) trips, \(what), \(connections) connections, \(runs) runs")
+      // The polling scenario's server streams nothing: it answers unary GetTrip from its simulation.
       let server = try ServerProcess(executable: executable, trips: scenario.trips, rate: scenario.rate)
-      var clientResults: [ClientResult] = []
-      for kind in kinds {
-        var arguments = [
-          "client", "--kind", kind, "--port", String(server.port), "--trips", String(scenario.trips),
-          "--connections", String(connections), "--duration", String(seconds),
-          "--warmup", String(scenario.trips >= 50_000 ? 5 : 3),
-        ]
-        if let rate = scenario.rate { arguments += ["--rate", String(rate)] }
-        if let result = runClient(executable: executable, arguments: arguments) {
-          clientResults.append(result)
-          progress(
-            String(
-              format:
-                "   %@: %.0f updates/s, %.2f CPU s per million, p50 %.2f ms p99 %.2f ms p99.9 %.2f ms, %.0f B/trip",
-              kind, result.updatesPerSecond, result.cpuSecondsPerMillionUpdates, result.latencyP50Ms,
-              result.latencyP99Ms, result.latencyP999Ms, result.rssPerTripBytes))
-        } else {
-          progress("   \(kind): no result")
+      var all: [ClientResult] = []
+      // Runs interleaved (A, B, A, B, …) so that a slow patch of the machine does not fall on one client.
+      for run in 1...runs {
+        for kind in polling ? pollKinds : kinds {
+          var arguments = [
+            "client", "--kind", kind, "--port", String(server.port), "--trips", String(scenario.trips),
+            "--connections", String(connections), "--duration", String(seconds),
+            "--warmup", String(polling ? 2 * (scenario.pollInterval ?? 5) : scenario.trips >= 50_000 ? 5 : 3),
+          ]
+          if let interval = scenario.pollInterval { arguments += ["--poll-interval", String(interval)] }
+          if !polling, let rate = scenario.rate { arguments += ["--rate", String(rate)] }
+          if let result = runClient(executable: executable, arguments: arguments) {
+            all.append(result)
+            progress(
+              String(
+                format:
+                  "   %@ (run %d): %.0f %@/s, %.2f CPU s per million, p50 %.2f ms p99 %.2f ms p99.9 %.2f ms, %.0f B/trip",
+                kind, run, result.updatesPerSecond, polling ? "polls" : "updates", result.cpuSecondsPerMillionUpdates,
+                result.latencyP50Ms, result.latencyP99Ms, result.latencyP999Ms, result.rssPerTripBytes))
+          } else {
+            progress("   \(kind) (run \(run)): no result")
+          }
+          // Let the server notice the cancelled streams before the next client.
+          try? await Task.sleep(for: .seconds(1))
         }
-        // Let the server notice the cancelled streams before the next client.
-        try? await Task.sleep(for: .seconds(1))
       }
       let stats = server.stop()
+      let medians = (polling ? pollKinds : kinds).compactMap { kind in
+        median(of: all.filter { $0.client == kind })
+      }
       results.append(
         ScenarioResult(
-          trips: scenario.trips, rate: scenario.rate, connections: connections, clients: clientResults,
-          serverStats: stats))
+          trips: scenario.trips, rate: polling ? nil : scenario.rate, mode: polling ? "poll" : "stream",
+          connections: connections, clients: medians, runs: all, serverStats: stats))
     }
     let h2load = runH2Load(full: full)
     let formatter = ISO8601DateFormatter()
@@ -98,6 +133,35 @@ struct RunCommand: AsyncParsableCommand {
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try encoder.encode(all).write(to: URL(fileURLWithPath: out))
     progress("wrote \(out)")
+  }
+
+  /// Every figure the median of that figure over `runs` (the upper median for an even count); nil for none.
+  func median(of runs: [ClientResult]) -> ClientResult? {
+    guard var result = runs.first else { return nil }
+    func middle<T: Comparable>(_ key: KeyPath<ClientResult, T>) -> T {
+      let sorted = runs.map { $0[keyPath: key] }.sorted()
+      return sorted[sorted.count / 2]
+    }
+    result.seconds = middle(\.seconds)
+    result.tripsStarted = middle(\.tripsStarted)
+    result.updates = middle(\.updates)
+    result.updatesPerSecond = middle(\.updatesPerSecond)
+    result.updatesReceivedPerSecond = middle(\.updatesReceivedPerSecond)
+    result.cpuSeconds = middle(\.cpuSeconds)
+    result.cpuSecondsPerMillionUpdates = middle(\.cpuSecondsPerMillionUpdates)
+    result.rssBaselineBytes = middle(\.rssBaselineBytes)
+    result.rssBytes = middle(\.rssBytes)
+    result.rssPerTripBytes = middle(\.rssPerTripBytes)
+    result.latencyP50Ms = middle(\.latencyP50Ms)
+    result.latencyP99Ms = middle(\.latencyP99Ms)
+    result.latencyP999Ms = middle(\.latencyP999Ms)
+    result.latencyMaxMs = middle(\.latencyMaxMs)
+    result.latencySamples = middle(\.latencySamples)
+    result.gaps = middle(\.gaps)
+    result.duplicates = middle(\.duplicates)
+    result.restarts = middle(\.restarts)
+    result.errors = runs.contains { $0.errors == nil } ? nil : middle(\.errors!)
+    return result
   }
 
   func runClient(executable: String, arguments: [String]) -> ClientResult? {

@@ -70,7 +70,8 @@ struct ClientCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "client", abstract: "Follow trips on a tripload server; prints progress, then `RESULT {json}`.")
 
-  @Option(help: "journeysharing, journeysharing-1-loop (one event loop) or grpc-swift.") var kind = "journeysharing"
+  @Option(help: "journeysharing, journeysharing-1-loop, grpc-swift (streaming); journeysharing-poll, grpc-swift-poll.")
+  var kind = "journeysharing"
   @Option(help: "Server port on 127.0.0.1.") var port: Int
   @Option(help: "Trips to follow.") var trips = 1000
   @Option(help: "HTTP/2 connections.") var connections = 1
@@ -79,6 +80,7 @@ struct ClientCommand: AsyncParsableCommand {
   @Option(help: "Warm-up seconds after every trip started.") var warmup = 3.0
   @Option(help: "Measured seconds.") var duration = 10.0
   @Option(name: .customLong("delivery-threads")) var deliveryThreads = 2
+  @Option(help: "Seconds between two polls of a trip (the poll kinds).") var pollInterval = 5.0
 
   func run() async throws {
     let recorder = LoadRecorder(trips: trips)
@@ -92,8 +94,16 @@ struct ClientCommand: AsyncParsableCommand {
         eventLoops: kind == "journeysharing" ? nil : 1)
     case "grpc-swift":
       client = GRPCSwiftLoadClient(host: "127.0.0.1", port: port, connections: connections)
+    case "journeysharing-poll":
+      client = try JourneySharingPollClient(
+        host: "127.0.0.1", port: port, connections: connections, deliveryThreads: deliveryThreads,
+        interval: .seconds(pollInterval), recorder: recorder)
+    case "grpc-swift-poll":
+      client = GRPCSwiftPollClient(
+        host: "127.0.0.1", port: port, connections: connections, interval: .seconds(pollInterval))
     default:
-      throw ValidationError("--kind must be journeysharing, journeysharing-1-loop or grpc-swift")
+      throw ValidationError(
+        "--kind must be journeysharing, journeysharing-1-loop, grpc-swift, journeysharing-poll or grpc-swift-poll")
     }
     let begin = monotonicSeconds()
     try await client.start(trips: trips, recorder: recorder)
@@ -130,7 +140,9 @@ struct ClientCommand: AsyncParsableCommand {
     let latency = recorder.percentiles()
     let errors = client.errorCount()
     let result = ClientResult(
-      client: kind, trips: trips, connections: connections, rate: rate, seconds: seconds, tripsStarted: started,
+      client: kind, mode: kind.hasSuffix("-poll") ? "poll" : "stream",
+      pollInterval: kind.hasSuffix("-poll") ? pollInterval : nil,
+      trips: trips, connections: connections, rate: rate, seconds: seconds, tripsStarted: started,
       updates: updates, updatesPerSecond: Double(updates) / seconds,
       updatesReceivedPerSecond: Double(updates + recorder.gaps.load(ordering: .relaxed)) / seconds, cpuSeconds: cpu,
       cpuSecondsPerMillionUpdates: updates > 0
