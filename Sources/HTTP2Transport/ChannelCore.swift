@@ -49,7 +49,15 @@ final class ChannelCore: ClientConnectionDelegate {
   /// When each connection still connecting started (monotonic nanoseconds).
   private var connectStarted: [ObjectIdentifier: UInt64] = [:]
   private var comingUpTimer: EventLoop.TimerID?
+  /// Calls waiting for a connection, in arrival order. A call taken out before its turn (cancelled, past its
+  /// deadline) leaves `queuedCalls` at once and its entry here stale until it is popped or the queue is
+  /// compacted (`removeWaiting`): removing it in place was a pass over the whole queue per call, quadratic
+  /// when a million queued calls time out. `queuedCalls` holds exactly the live ones.
   private var waiting = FIFOQueue<PendingCall>()
+  /// Entries of `waiting` whose call is no longer queued.
+  private var staleWaiting = 0
+  /// Whether any call waits for a connection.
+  private var hasWaiting: Bool { !queuedCalls.isEmpty }
   private var activeCalls: [UInt64: (connection: ClientConnection, call: PendingCall)] = [:]
   private var queuedCalls: [UInt64: PendingCall] = [:]
 
@@ -180,7 +188,7 @@ final class ChannelCore: ClientConnectionDelegate {
 
   func cancel(callID: UInt64) {
     if let call = queuedCalls.removeValue(forKey: callID) {
-      waiting.removeAll { $0 === call }
+      removeWaiting(call)
       finishUnstarted(call, GRPCStatus(code: .cancelled, message: "the call was cancelled"))
     } else if let active = activeCalls[callID], let streamID = active.call.streamID {
       active.connection.cancel(streamID: streamID, deadline: false)
@@ -195,7 +203,7 @@ final class ChannelCore: ClientConnectionDelegate {
   /// Ends `callID` with `status`, a failure its consumer found (a message that does not decompress).
   func abort(callID: UInt64, status: GRPCStatus) {
     if let call = queuedCalls.removeValue(forKey: callID) {
-      waiting.removeAll { $0 === call }
+      removeWaiting(call)
       finishUnstarted(call, status)
     } else if let active = activeCalls[callID], let streamID = active.call.streamID {
       active.connection.abort(streamID: streamID, status: status)
@@ -235,7 +243,7 @@ final class ChannelCore: ClientConnectionDelegate {
     call.deadlineTimer = nil
     guard !call.finished else { return }
     if queuedCalls.removeValue(forKey: call.id) != nil {
-      waiting.removeAll { $0 === call }
+      removeWaiting(call)
       finishUnstarted(
         call, GRPCStatus(code: .deadlineExceeded, message: "the deadline passed while waiting for a connection"))
     } else if let active = activeCalls[call.id], let streamID = active.call.streamID {
@@ -294,24 +302,51 @@ final class ChannelCore: ClientConnectionDelegate {
   private func drainWaiting() {
     let comingUp = comingUpCount()
     var share = Int.max
-    if comingUp > 0 && !waiting.isEmpty {
+    if comingUp > 0 && hasWaiting {
       // An even share of everything to carry, over the ready connections and those coming up.
       var ready = 0
-      var load = waiting.count
+      var load = queuedCalls.count
       for connection in connections where connection.canStartStream {
         ready += 1
         load += connection.activeStreamCount
       }
       share = (load + ready + comingUp - 1) / max(1, ready + comingUp)
     }
-    while !waiting.isEmpty, let connection = leastLoadedConnection(), connection.activeStreamCount < share,
-      let call = waiting.popFirst()
+    while hasWaiting, let connection = leastLoadedConnection(), connection.activeStreamCount < share,
+      let call = popLiveWaiting()
     {
       queuedCalls[call.id] = nil
       activeCalls[call.id] = (connection, call)
       connection.start(call)
     }
-    if !waiting.isEmpty { ensureConnecting() }
+    if hasWaiting { ensureConnecting() }
+  }
+
+  /// The first call still waiting (stale entries skipped).
+  private func popLiveWaiting() -> PendingCall? {
+    while let call = waiting.popFirst() {
+      if queuedCalls[call.id] === call { return call }
+      staleWaiting -= 1
+    }
+    return nil
+  }
+
+  /// Leaves `call` (already out of `queuedCalls`) stale in `waiting`, compacting the queue once stale
+  /// entries are most of it: amortized O(1) a call.
+  private func removeWaiting(_ call: PendingCall) {
+    staleWaiting += 1
+    if staleWaiting > 64 && staleWaiting * 2 > waiting.count {
+      waiting.removeAll { self.queuedCalls[$0.id] !== $0 }
+      staleWaiting = 0
+    }
+  }
+
+  /// Every call still waiting, in order; the queue emptied.
+  private func takeAllWaiting() -> [PendingCall] {
+    let live = waiting.filter { queuedCalls[$0.id] === $0 }
+    waiting.removeAll()
+    staleWaiting = 0
+    return live
   }
 
   // MARK: - Connections
@@ -338,7 +373,7 @@ final class ChannelCore: ClientConnectionDelegate {
   /// this loop's share of maxConnections), and one more to the least-connected address when calls
   /// still wait and none is connecting. Addresses backing off are skipped (a timer comes back).
   private func ensureConnecting() {
-    guard !shuttingDown, !waiting.isEmpty || !activeCalls.isEmpty else { return }
+    guard !shuttingDown, hasWaiting || !activeCalls.isEmpty else { return }
     let now = monotonicNanoseconds()
     guard !addresses.isEmpty else {
       if now < backoffUntil {
@@ -383,7 +418,7 @@ final class ChannelCore: ClientConnectionDelegate {
       openCount += 1
     }
     // More, when calls wait for a stream and nothing is connecting: the address with the fewest.
-    if !waiting.isEmpty, openCount < maxConnections, !connections.contains(where: { $0.phase == .connecting }) {
+    if hasWaiting, openCount < maxConnections, !connections.contains(where: { $0.phase == .connecting }) {
       var choice: ResolvedEndpoint?
       for offset in 0..<addresses.count {
         let endpoint = addresses[(cursor + offset) % addresses.count]
@@ -405,7 +440,7 @@ final class ChannelCore: ClientConnectionDelegate {
     backoffTimer = loop.scheduleTimer(after: .nanoseconds(Int64(until - now))) { [weak self] in
       guard let self else { return }
       self.backoffTimer = nil
-      if !self.waiting.isEmpty { self.ensureConnecting() }
+      if self.hasWaiting { self.ensureConnecting() }
     }
   }
 
@@ -495,7 +530,7 @@ final class ChannelCore: ClientConnectionDelegate {
   /// this core connects too; when it failed and every address is backing off with no connection open here, the
   /// calls waiting here fail fast as the other loop's did.
   private func anotherAttemptEnded() {
-    if !waiting.isEmpty, inTransientFailure() {
+    if hasWaiting, inTransientFailure() {
       let error = addresses.lazy.compactMap { self.backoff.lastError($0.key) }.first ?? lastFailure ?? .shutdown
       lastFailure = error
       failWaitingCalls(error)
@@ -504,9 +539,7 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   private func failWaitingCalls(_ error: ConnectionError) {
-    let failed = waiting
-    waiting.removeAll()
-    for call in failed {
+    for call in takeAllWaiting() {
       queuedCalls[call.id] = nil
       finishUnstarted(call, Self.unavailable(error))
     }
@@ -590,9 +623,7 @@ final class ChannelCore: ClientConnectionDelegate {
     backoffTimer = nil
     if let comingUpTimer { loop.cancelTimer(comingUpTimer) }
     comingUpTimer = nil
-    let queued = waiting
-    waiting.removeAll()
-    for call in queued {
+    for call in takeAllWaiting() {
       queuedCalls[call.id] = nil
       finishUnstarted(call, Self.unavailable(.shutdown))
     }
@@ -601,7 +632,7 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   private func checkShutdownComplete() {
-    guard shuttingDown, activeCalls.isEmpty, waiting.isEmpty,
+    guard shuttingDown, activeCalls.isEmpty, !hasWaiting,
       !connections.contains(where: { $0.phase != .closed })
     else { return }
     let waiters = shutdownWaiters
@@ -622,7 +653,7 @@ final class ChannelCore: ClientConnectionDelegate {
     }
     return GRPCChannelStats(
       transport: GRPCTransportStatistics(
-        openConnections: open, activeCalls: activeCalls.count, queuedCalls: waiting.count,
+        openConnections: open, activeCalls: activeCalls.count, queuedCalls: queuedCalls.count,
         connectAttempts: connectAttempts, connectFailures: connectFailures, pingsSent: pingsSent,
         pingAcksReceived: pingAcksReceived, goAwaysReceived: goAwaysReceived, recentBackoffDelays: recentBackoffDelays,
         connectionsPerAddress: connectionsPerAddress),

@@ -74,6 +74,32 @@ struct ConnectionTests {
     }
   }
 
+  @Test("queued calls cancelled before their turn end CANCELLED; the others still start in order and end OK")
+  func cancelledWhileQueued() async throws {
+    try await Fixture.with(
+      server: GRPCServerConfiguration(maxConcurrentStreams: 2),
+      channel: GRPCChannelConfiguration(security: .plaintext, maxConnections: 1)
+    ) { fixture in
+      let responses = (0..<300).map { _ in fixture.channel.serverStreaming(path: Method.held, request: []) }
+      #expect(await eventually { await fixture.channel.stats().queuedCalls == 298 })
+      // Every other queued call is cancelled: more than half the queue goes stale before it drains.
+      let cancelled = Set(stride(from: 3, to: 300, by: 2))
+      for index in cancelled { responses[index].cancel() }
+      #expect(await eventually { await fixture.channel.stats().queuedCalls == 298 - cancelled.count })
+      fixture.service.releaseHeld()
+      for (index, response) in responses.enumerated() {
+        if cancelled.contains(index) {
+          #expect(await response.result().status.code == .cancelled, "call \(index)")
+        } else {
+          #expect(await drain(response) == .success(1), "call \(index)")
+          #expect(await response.result().status.code == .ok, "call \(index)")
+        }
+      }
+      #expect(await fixture.server.stats().callsStarted == 300 - cancelled.count)
+      #expect(await fixture.channel.stats().queuedCalls == 0)
+    }
+  }
+
   @Test("after GOAWAY the open call completes OK and a new call goes to a new connection")
   func goAway() async throws {
     try await Fixture.with { fixture in

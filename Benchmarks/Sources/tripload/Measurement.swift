@@ -165,6 +165,9 @@ struct ClientResult: Codable {
   var duplicates: Int
   var restarts: Int
   var errors: Int?
+  /// The client stopped starting trips at its memory cap (`--max-resident-gib`): `tripsStarted` and the
+  /// memory figures are how far it got; nothing was measured.
+  var stoppedAtMemoryCap: Bool? = nil
 }
 
 /// Writes a line to standard output at once (unbuffered: the parent reads it through a pipe).

@@ -62,6 +62,15 @@ struct RunCommand: AsyncParsableCommand {
   @Option(help: "Trips polled every 5 s in the polling scenario (default: quick 10000, full 100000; 0: none).")
   var pollTrips: Int?
   @Option(help: "Runs of each client in each scenario; the results are their medians.") var runs = 3
+  @Flag(inversion: .prefixedNo, help: "The scenario as fast as flow control allows (10,000 trips).")
+  var saturating = true
+  @Flag(help: "A million trips at one update per trip every 10 s (always with --full).") var million = false
+  @Option(help: "Trips per HTTP/2 connection (the connections of a scenario: trips / this, at least 2).")
+  var tripsPerConnection = 10_000
+  @Option(
+    name: .customLong("max-resident-gib"),
+    help: "Resident GiB at which a client stops starting trips and reports how far it got.")
+  var maxResidentGiB = 18.0
 
   func run() async throws {
     signal(SIGPIPE, SIG_IGN)
@@ -73,16 +82,18 @@ struct RunCommand: AsyncParsableCommand {
       trips.map { $0.split(separator: ",").compactMap { Int($0) } }
       ?? (full ? [1_000, 10_000, 50_000, 100_000] : [1_000, 10_000, 100_000])
     var scenarios = counts.map { Scenario(trips: $0, rate: 1.0) }
-    scenarios.append(Scenario(trips: 10_000, rate: nil))
-    if full { scenarios.append(Scenario(trips: 1_000, rate: nil)) }
+    if saturating { scenarios.append(Scenario(trips: 10_000, rate: nil)) }
+    if full && saturating { scenarios.append(Scenario(trips: 1_000, rate: nil)) }
+    if full || million { scenarios.append(Scenario(trips: 1_000_000, rate: 0.1)) }
     let polled = pollTrips ?? (full ? 100_000 : 10_000)
     if polled > 0 { scenarios.append(Scenario(trips: polled, rate: 1.0, pollInterval: 5)) }
     guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
 
     var results: [ScenarioResult] = []
+    var missing = 0
     for scenario in scenarios {
       let polling = scenario.pollInterval != nil
-      let connections = max(2, (scenario.trips + 9_999) / 10_000)
+      let connections = max(2, (scenario.trips + tripsPerConnection - 1) / max(1, tripsPerConnection))
       let what =
         polling
         ? "polled every \(scenario.pollInterval!) s"
@@ -96,8 +107,12 @@ struct RunCommand: AsyncParsableCommand {
         for kind in polling ? pollKinds : kinds {
           var arguments = [
             "client", "--kind", kind, "--port", String(server.port), "--trips", String(scenario.trips),
-            "--connections", String(connections), "--duration", String(seconds),
+            "--connections", String(connections),
+            "--duration", String((scenario.rate ?? 1) < 1 ? max(seconds, 2 / scenario.rate!) : seconds),
             "--warmup", String(polling ? 2 * (scenario.pollInterval ?? 5) : scenario.trips >= 50_000 ? 5 : 3),
+            "--max-resident-gib", String(maxResidentGiB),
+            // A million trips take minutes to start (every stream's first message is its whole trip).
+            "--start-timeout", String(scenario.trips >= 1_000_000 ? 1_200 : 120),
           ]
           if let interval = scenario.pollInterval { arguments += ["--poll-interval", String(interval)] }
           if !polling, let rate = scenario.rate { arguments += ["--rate", String(rate)] }
@@ -111,6 +126,7 @@ struct RunCommand: AsyncParsableCommand {
                 result.latencyP50Ms, result.latencyP99Ms, result.latencyP999Ms, result.rssPerTripBytes))
           } else {
             progress("   \(kind) (run \(run)): no result")
+            missing += 1
           }
           // Let the server notice the cancelled streams before the next client.
           try? await Task.sleep(for: .seconds(1))
@@ -133,6 +149,7 @@ struct RunCommand: AsyncParsableCommand {
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try encoder.encode(all).write(to: URL(fileURLWithPath: out))
     progress("wrote \(out)")
+    if missing > 0 { throw ValidationError("\(missing) client runs gave no result (see above)") }
   }
 
   /// Every figure the median of that figure over `runs` (the upper median for an even count); nil for none.

@@ -81,6 +81,10 @@ struct ClientCommand: AsyncParsableCommand {
   @Option(help: "Measured seconds.") var duration = 10.0
   @Option(name: .customLong("delivery-threads")) var deliveryThreads = 2
   @Option(help: "Seconds between two polls of a trip (the poll kinds).") var pollInterval = 5.0
+  @Option(
+    name: .customLong("max-resident-gib"),
+    help: "Resident GiB at which the client stops starting trips and reports how far it got (0: no cap).")
+  var maxResidentGiB = 0.0
 
   func run() async throws {
     let recorder = LoadRecorder(trips: trips)
@@ -108,11 +112,28 @@ struct ClientCommand: AsyncParsableCommand {
     let begin = monotonicSeconds()
     try await client.start(trips: trips, recorder: recorder)
     // Every trip's first message (the full trip) must have arrived before measuring.
+    let cap = maxResidentGiB > 0 ? Int(maxResidentGiB * Double(1 << 30)) : Int.max
     while recorder.tripsStarted.load(ordering: .relaxed) < trips, monotonicSeconds() - begin < startTimeout {
       try? await Task.sleep(for: .milliseconds(250))
       progress(
         "[\(kind)] starting: \(recorder.tripsStarted.load(ordering: .relaxed))/\(trips) trips receiving, "
           + "rss \(residentBytes() >> 20) MiB")
+      if residentBytes() >= cap {
+        // Out of memory for this machine before every trip started: report how far it got, and stop.
+        let started = recorder.tripsStarted.load(ordering: .relaxed)
+        let rss = residentBytes()
+        progress("[\(kind)] stopped at the \(maxResidentGiB) GiB cap with \(started) of \(trips) trips receiving")
+        let result = ClientResult(
+          client: kind, mode: "stream", pollInterval: nil, trips: trips, connections: connections, rate: rate,
+          seconds: monotonicSeconds() - begin, tripsStarted: started, updates: 0, updatesPerSecond: 0,
+          updatesReceivedPerSecond: 0, cpuSeconds: processCPUSeconds(), cpuSecondsPerMillionUpdates: 0,
+          rssBaselineBytes: baseline, rssBytes: rss,
+          rssPerTripBytes: Double(rss - baseline) / Double(max(1, started)), latencyP50Ms: 0, latencyP99Ms: 0,
+          latencyP999Ms: 0, latencyMaxMs: 0, latencySamples: 0, gaps: 0, duplicates: 0, restarts: 0, errors: nil,
+          stoppedAtMemoryCap: true)
+        emit("RESULT " + String(decoding: try JSONEncoder().encode(result), as: UTF8.self))
+        Glibc.exit(0)
+      }
     }
     let started = recorder.tripsStarted.load(ordering: .relaxed)
     try? await Task.sleep(for: .seconds(warmup))
