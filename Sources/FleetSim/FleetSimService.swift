@@ -54,6 +54,8 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
   private var streams: [ObjectIdentifier: FollowedStream] = [:]
   /// Load generation's streams, until they end.
   private var loadStreams: [ObjectIdentifier: any GRPCServerCallContext] = [:]
+  /// Load mode: the simulated trips the streams' first messages are made from (``loadFirstTrip``).
+  private var loadTemplates: [Int: Trip] = [:]
   private var tickerRunning = false
   private var random: SplitMix64
 
@@ -290,9 +292,12 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     }
     guard let index = admit(call, name: request.name) else { return }
     let now = call.scheduler.unixTime
-    let trip = simulator.trip(
-      index: index, atSimulatedSeconds: simulator.simulatedSeconds(atUnixTime: now),
-      routeFormat: request.routeFormatType)
+    let trip =
+      load == nil
+      ? simulator.trip(
+        index: index, atSimulatedSeconds: simulator.simulatedSeconds(atUnixTime: now),
+        routeFormat: request.routeFormatType)
+      : loadFirstTrip(index: index, name: request.name, routeFormat: request.routeFormatType, now: now)
     let stream = FollowedStream(call: call, index: index, routeFormat: request.routeFormatType, last: trip)
     var first = TripUpdate()
     first.trip = trip
@@ -323,6 +328,38 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
       self.streamsOpenChanged(by: -1)
     }
     startTicker(using: call)
+  }
+
+  /// Load mode: how many distinct simulated trips the streams' first messages are made from.
+  static let loadTemplateCount = 1_024
+
+  /// Load mode: the first message of trip `index`'s stream, the simulated trip of `index % loadTemplateCount`
+  /// (made once, when first asked for) renamed `name`, its waypoints given this trip's ID. Routing a plan
+  /// for each of a million trips kept the server busy for minutes before any load started; the small
+  /// updates that follow are synthetic anyway.
+  private func loadFirstTrip(index: Int, name: String, routeFormat: PolylineFormatType, now: Double) -> Trip {
+    let slot = index % Self.loadTemplateCount
+    let key = slot * 8 + Int(routeFormat.rawValue & 7)
+    let template: Trip
+    if let cached = loadTemplates[key] {
+      template = cached
+    } else {
+      template = simulator.trip(
+        index: slot, atSimulatedSeconds: simulator.simulatedSeconds(atUnixTime: now), routeFormat: routeFormat)
+      loadTemplates[key] = template
+    }
+    guard slot != index else { return template }
+    var trip = template
+    let tripID = String(name.split(separator: "/").last ?? "")
+    trip.name = name
+    for waypoint in trip.remainingWaypoints.indices {
+      if !trip.remainingWaypoints[waypoint].tripId.isEmpty { trip.remainingWaypoints[waypoint].tripId = tripID }
+      if trip.remainingWaypoints[waypoint].location?.tripId.isEmpty == false {
+        trip.remainingWaypoints[waypoint].location?.tripId = tripID
+      }
+    }
+    if trip.currentRouteSegmentEndPoint?.tripId.isEmpty == false { trip.currentRouteSegmentEndPoint?.tripId = tripID }
+    return trip
   }
 
   private func send(_ update: TripUpdate, on stream: FollowedStream, now: Double) {

@@ -49,6 +49,29 @@ private func stream(_ channel: GRPCChannel, trip: Int) -> GRPCServerStreamingRes
 
 @Suite("FleetSim load generation", .timeLimit(.minutes(1)))
 struct LoadGenerationTests {
+  /// Past the first 1,024 trips, a stream's first message is a simulated trip made for another index, renamed:
+  /// its name and every trip ID in it are the followed trip's, and it is otherwise that trip's whole.
+  @Test func aTripPastTheTemplatesIsARenamedTemplate() async throws {
+    try await withLoadServer(LoadGeneration(updatesPerSecond: 1), trips: 1_030) { _, channel in
+      func first(_ trip: Int) async throws -> Trip {
+        let response = stream(channel, trip: trip)
+        var iterator = response.makeAsyncIterator()
+        let update = try TripUpdate(serializedBytes: try #require(try await iterator.next()))
+        response.cancel()
+        #expect(update.fullTrip)
+        return try #require(update.trip)
+      }
+      let template = try await first(3)
+      let renamed = try await first(1_027)
+      #expect(renamed.name == "providers/load/trips/trip-1027")
+      #expect(!renamed.remainingWaypoints.isEmpty)
+      let ownIDs = renamed.remainingWaypoints.map(\.tripId).filter { !$0.isEmpty }
+      #expect(!ownIDs.isEmpty && ownIDs.allSatisfy { $0 == "trip-1027" })
+      #expect(renamed.route == template.route)
+      #expect(renamed.remainingWaypoints.map(\.pathToWaypoint) == template.remainingWaypoints.map(\.pathToWaypoint))
+    }
+  }
+
   @Test func aStreamGetsTheFullTripThenNumberedSmallUpdatesAtTheRate() async throws {
     try await withLoadServer(LoadGeneration(updatesPerSecond: 50)) { sim, channel in
       let response = stream(channel, trip: 2)

@@ -62,6 +62,10 @@ final class JourneySharingLoadClient: LoadClient, @unchecked Sendable {
     configuration.connection.maxConnections = connections
     if let eventLoops { configuration.connection.eventLoops = JourneySharingEventLoops(loopCount: eventLoops) }
     configuration.deliveryThreads = deliveryThreads
+    // A million trips asked for at once wait minutes for their streams; the default 30 s of silence before a
+    // stream's first messages would cancel and restart queued calls over and over (the load server is never
+    // silent once a stream is open, and grpc-swift-2's client has no such watchdog).
+    configuration.streamWatchdog = StreamWatchdog(initial: .seconds(1_200))
     services = try JourneySharingServices(configuration: configuration)
   }
 
