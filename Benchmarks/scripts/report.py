@@ -117,7 +117,8 @@ def main():
         lines.append("Server stats per scenario:")
         lines.append("")
         for s in e2e["scenarios"]:
-            lines.append(f"- {s['trips']:,} trips, {scenario_mode(s)}: `{s['serverStats']}`{server_cpu_note(s)}")
+            lines.append(f"- {s['trips']:,} trips, {scenario_mode(s)}{server_cpu_note(s)}:")
+            lines += [f"  - `{line}`" for line in s["serverStats"].split("\n")]
         lines.append("")
         if e2e.get("h2load"):
             h = e2e["h2load"]
@@ -179,16 +180,24 @@ def runs_of(s, kind):
 
 
 def server_cpu_note(s):
-    """The server's CPU per update (or per poll) from its stats line."""
-    stats = dict(part.split("=", 1) for part in s["serverStats"].split() if "=" in part)
-    try:
-        cpu = float(stats["cpu_seconds"])
-        count = int(stats["unary"]) if s.get("mode") == "poll" else int(stats["updates"])
-    except (KeyError, ValueError):
+    """The server's CPU per update (or per poll) from its stats line(s): one line per server, the median."""
+    per = []
+    for line in s["serverStats"].split("\n"):
+        stats = dict(part.split("=", 1) for part in line.split() if "=" in part)
+        try:
+            cpu = float(stats["cpu_seconds"])
+            count = int(stats["unary"]) if s.get("mode") == "poll" else int(stats["updates"])
+        except (KeyError, ValueError):
+            continue
+        if count > 0:
+            per.append(cpu / count * 1e6)
+    if not per:
         return ""
-    if count == 0:
-        return ""
-    return f" — server CPU {cpu / count * 1e6:.2f} µs per {'poll' if s.get('mode') == 'poll' else 'update'}"
+    per.sort()
+    unit = "poll" if s.get("mode") == "poll" else "update"
+    spread = f" ({per[0]:.2f}–{per[-1]:.2f})" if len(per) > 1 else ""
+    return (f" — server CPU over its life (first messages included) {per[len(per) // 2]:.2f} µs per {unit}{spread}, "
+            f"{len(per)} server{'s' if len(per) > 1 else ''}")
 
 
 def client(e2e, trips, rate, kind, mode="stream"):
