@@ -227,6 +227,11 @@ final class ServerCore: EventLoopHandler {
   static let maxAcceptPause: Duration = .seconds(1)
   /// Whether accepting is paused (the listener unwatched until a timer).
   private var acceptPaused = false
+  /// Descriptors held in reserve (on /dev/null) and let go of when accept runs out: while accepting is paused
+  /// the process keeps free descriptors for everything else it does. libdispatch's thread-pool monitor opens
+  /// /proc files and traps when it cannot, which killed a loaded server that accept had left without one.
+  private var reserveFDs: [Int32] = []
+  private static let reserveDescriptorCount = 4
   /// The next pause in the current episode of running out of descriptors; nil outside one.
   private var nextAcceptPause: Duration?
   /// Pauses in the current episode, for the line logged when it ends.
@@ -256,6 +261,7 @@ final class ServerCore: EventLoopHandler {
       throw GRPCError(code: .unavailable, message: error.description)
     }
     loop.register(fd: listenFD, handler: self, readable: true, writable: false)
+    reserveDescriptors()
     return Socket.localAddress(listenFD)?.hostAndPort.port ?? configuration.port
   }
 
@@ -333,12 +339,29 @@ final class ServerCore: EventLoopHandler {
     episodePauses += 1
     stats.acceptPauses += 1
     acceptPaused = true
+    releaseReserve()
     loop.setInterest(fd: listenFD, readable: false, writable: false)
     loop.scheduleTimer(after: pause) { [self] in
       acceptPaused = false
       guard listenFD >= 0 else { return }
+      reserveDescriptors()
       loop.setInterest(fd: listenFD, readable: true, writable: false)
     }
+  }
+
+  /// Takes descriptors into reserve up to ``reserveDescriptorCount`` (as many as the process can spare).
+  private func reserveDescriptors() {
+    while reserveFDs.count < Self.reserveDescriptorCount {
+      let fd = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { return }
+      reserveFDs.append(fd)
+    }
+  }
+
+  /// Gives the reserve back to the process.
+  private func releaseReserve() {
+    for fd in reserveFDs { Glibc.close(fd) }
+    reserveFDs.removeAll()
   }
 
   /// A connection was accepted: an episode of running out of descriptors, if one was going on, is over.
@@ -380,6 +403,7 @@ final class ServerCore: EventLoopHandler {
       loop.deregister(fd: listenFD)
       Glibc.close(listenFD)
       listenFD = -1
+      releaseReserve()
     }
     for connection in Array(connections.values) {
       if graceful { connection.goAway() } else { connection.drop() }
