@@ -267,10 +267,7 @@ public struct GRPCSwiftFollower: Sendable {
   /// (a CONSUMER SDK) that JourneySharing's own client sends.
   static func requestBytes(tripName: String) -> [UInt8] {
     var request = Journeysharing_V1_StreamTripRequest()
-    request.header.sdkType = .consumer
-    request.header.sdkVersion = "journeysharing-swift/0.1"
-    request.header.languageCode = "en-US"
-    request.header.regionCode = "US"
+    request.header = consumerHeader
     request.name = tripName
     request.view = .journeySharingV1S
     request.routeFormatType = .latLngListType
@@ -279,6 +276,16 @@ public struct GRPCSwiftFollower: Sendable {
     return try! request.serializedBytes()
   }
 }
+
+/// The request header JourneySharing's own client sends: a CONSUMER SDK, en-US.
+let consumerHeader: Maps_Fleetengine_V1_RequestHeader = {
+  var header = Maps_Fleetengine_V1_RequestHeader()
+  header.sdkType = .consumer
+  header.sdkVersion = "journeysharing-swift/0.1"
+  header.languageCode = "en-US"
+  header.regionCode = "US"
+  return header
+}()
 
 /// The wall-clock time (CLOCK_REALTIME) in seconds since 1970.
 @inline(__always)

@@ -74,10 +74,7 @@ public struct GRPCSwiftPoller: Sendable {
     onAnswer: @escaping @Sendable (_ trip: Int, _ seconds: Double) -> Void
   ) async -> Int {
     var request = Maps_Fleetengine_V1_GetTripRequest()
-    request.header.sdkType = .consumer
-    request.header.sdkVersion = "journeysharing-swift/0.1"
-    request.header.languageCode = "en-US"
-    request.header.regionCode = "US"
+    request.header = consumerHeader
     request.name = name
     request.view = .journeySharingV1S
     request.routeFormatType = .latLngListType
