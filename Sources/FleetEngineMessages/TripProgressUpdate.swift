@@ -23,6 +23,12 @@ public struct TripProgressUpdate: Sendable, Hashable {
   /// eta_to_first_waypoint (13), last_location_snappable (26), remaining_time_to_first_waypoint (27).
   public static let progressFieldNumbers: UInt64 = 1 << 10 | 1 << 11 | 1 << 12 | 1 << 13 | 1 << 26 | 1 << 27
 
+  /// Whether `Trip` field `number` is one a progress update may name (``progressFieldNumbers``).
+  @inlinable
+  public static func isProgressField(_ number: Int32) -> Bool {
+    number > 0 && number < 64 && progressFieldNumbers & (1 << UInt64(number)) != 0
+  }
+
   /// The fields the update names (`updated_fields`), as a bit set of `Trip` field numbers.
   public var updatedFields: UInt64 = 0
   /// `last_location` (field 11) of the update's trip.
@@ -51,8 +57,7 @@ public struct TripProgressUpdate: Sendable, Hashable {
   public init?(_ update: TripUpdate) {
     guard !update.fullTrip else { return nil }
     for number in update.updatedFields {
-      guard number > 0, number < 64, Self.progressFieldNumbers & (1 << UInt64(number)) != 0 else { return nil }
-      updatedFields |= 1 << UInt64(number)
+      guard name(number) else { return nil }
     }
     if let trip = update.trip {
       lastLocation = trip.lastLocation
@@ -151,7 +156,7 @@ public struct TripProgressUpdate: Sendable, Hashable {
 
   /// Adds `number` to the named fields; false when it is not a progress field.
   private mutating func name(_ number: Int32) -> Bool {
-    guard number > 0, number < 64, Self.progressFieldNumbers & (1 << UInt64(number)) != 0 else { return false }
+    guard Self.isProgressField(number) else { return false }
     updatedFields |= 1 << UInt64(number)
     return true
   }

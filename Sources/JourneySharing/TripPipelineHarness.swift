@@ -71,14 +71,7 @@ public final class TripPipelineHarness: @unchecked Sendable {
   /// bits; nothing changes for bytes that do not decode.
   @discardableResult
   public func push(encoded bytes: UnsafeRawBufferPointer, toTrip index: Int) -> TripPropertyFields {
-    let update: StreamedTripUpdate
-    if let progress = TripProgressUpdate.decode(bytes) {
-      update = .progress(progress)
-    } else if let whole = try? TripUpdate(serializedBuffer: bytes) {
-      update = .full(whole)
-    } else {
-      return []
-    }
+    guard let update = try? StreamedTripUpdate.decode(bytes) else { return [] }
     let sendTime = update.sendTime.map { $0.unixTime }
     let outcome = pipelines[index].apply(update, within: nil) {
       TripModelEvent(snapshot: $0, error: nil, modelState: .active, sendTime: sendTime)

@@ -107,10 +107,7 @@ public struct TripLimits: Sendable, Hashable {
   /// Whether `update` names only progress fields (location, distance, ETA, passengers), which cannot
   /// change what is limited: the common update then costs a pass over its field mask and no count.
   package static func cannotConcern(_ update: TripUpdate) -> Bool {
-    !update.fullTrip
-      && update.updatedFields.allSatisfy { number in
-        number > 0 && number < 64 && TripSnapshot.progressFields & (1 << UInt64(number)) != 0
-      }
+    !update.fullTrip && update.updatedFields.allSatisfy(TripProgressUpdate.isProgressField)
   }
 
   /// The route points of `trip` as ``maxRoutePoints`` counts them; once the count passes `limit`

@@ -6,6 +6,7 @@
 // TripPropertyFields.swift on their own, against FleetEngineMessages only.
 
 package import FleetEngineMessages
+package import ProtoWire
 
 /// A streamed update as the stream decoded it: flat when it names only a vehicle's progress (the usual
 /// update, see `TripProgressUpdate`), whole otherwise.
@@ -14,6 +15,15 @@ package enum StreamedTripUpdate {
   case progress(TripProgressUpdate)
   /// Any other update.
   case full(TripUpdate)
+
+  /// Decodes `bytes`, an encoded `TripUpdate`, as a followed trip's stream does: flat when it is a progress
+  /// update, whole otherwise (the whole decode reports what is wrong with bytes that do not decode).
+  package static func decode(
+    _ bytes: UnsafeRawBufferPointer, options: WireDecodingOptions = .init()
+  ) throws(WireDecodingError) -> StreamedTripUpdate {
+    if let progress = TripProgressUpdate.decode(bytes, options: options) { return .progress(progress) }
+    return .full(try TripUpdate(serializedBuffer: bytes, options: options))
+  }
 
   /// The update's `send_time`.
   package var sendTime: Timestamp? {

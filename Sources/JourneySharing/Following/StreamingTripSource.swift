@@ -159,11 +159,7 @@ final class StreamingTripSource: TripSource {
     let update: StreamedTripUpdate
     do {
       // The usual update only moves the vehicle: decoded flat, with no Trip built.
-      if let progress = TripProgressUpdate.decode(bytes, options: owner.limits.decodingOptions) {
-        update = .progress(progress)
-      } else {
-        update = .full(try TripUpdate(serializedBuffer: bytes, options: owner.limits.decodingOptions))
-      }
+      update = try StreamedTripUpdate.decode(bytes, options: owner.limits.decodingOptions)
     } catch {
       abandon()
       owner.source(self, failed: owner.limits.decodeError(error, what: "TripUpdate"), isRefresh: false)
