@@ -146,11 +146,20 @@ def test_metrics_count_what_tripwatch_followed(fsim_start, tripwatch_follow):
     assert metrics.value("journeysharing_connection_attempts_total") == connections
     assert metrics.value("journeysharing_connection_failures_total") == 0
 
-    _, samples = metrics.scrape()
+    # Deliveries are tallied by the delivery threads and flushed into the counter once per metrics sample
+    # (`metricsSampleInterval`, 1 s): scrape again until the last sample after the callbacks tripwatch counted.
+    counted = summary_counts(watch.output()[-1])
+    end = time.monotonic() + 5
+    while True:
+        _, samples = metrics.scrape()
 
-    def total(name, **labels):
-        return sum(value for (sample, sample_labels), value in samples.items()
-                   if sample == name and set(labels.items()) <= set(sample_labels))
+        def total(name, **labels):
+            return sum(value for (sample, sample_labels), value in samples.items()
+                       if sample == name and set(labels.items()) <= set(sample_labels))
+
+        if total("journeysharing_updates_delivered_total") >= counted["updates"] or time.monotonic() > end:
+            break
+        time.sleep(0.1)
 
     # Calls: the three trips' streams and the missing trip's attempts, each refused one ended NOT_FOUND.
     started = total("journeysharing_calls_started_total", method=STREAMING)
@@ -160,7 +169,6 @@ def test_metrics_count_what_tripwatch_followed(fsim_start, tripwatch_follow):
     assert not_found >= 1
     assert total("journeysharing_calls_ended_total", method=STREAMING) <= started
     # Deliveries: at least one per trip callback tripwatch counted (plus model-state and error deliveries).
-    counted = summary_counts(watch.output()[-1])
     assert total("journeysharing_updates_delivered_total") >= counted["updates"] > 0
     # One time to first update per trip that got one; latencies for the deliveries carrying a send time.
     assert total("journeysharing_time_to_first_update_seconds_count") == 3
