@@ -198,6 +198,9 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       try session.receive(bytes)
     } catch {
       // A client that breaks the protocol gets its GOAWAY and is closed; others are unaffected.
+      core.logger.info(
+        "closing a connection that broke the HTTP/2 protocol",
+        metadata: ["error": "\(error)", "open_calls": "\(calls.count)"])
       flushNow()
       stream.close(error: .protocolError(error))
     }
@@ -208,6 +211,9 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   func byteStream(_ stream: ByteStream, didCloseWithError error: ConnectionError?) {
     guard !closed else { return }
     closed = true
+    if let error {
+      core.logger.debug("connection closed", metadata: ["error": "\(error)", "open_calls": "\(calls.count)"])
+    }
     if let idleTimer { core.loop.cancelTimer(idleTimer) }
     idleTimer = nil
     let open = calls
