@@ -158,7 +158,7 @@ public struct JourneySharingConfiguration: Sendable {
   /// shorter one counts as a failure. Default 10 s.
   public var healthyStreamLifetime: Duration
   /// When a silent stream counts as dead (UNAVAILABLE, and followed again); nil: never. Default
-  /// ``StreamWatchdog/init(multiple:minimum:maximum:initial:)``'s.
+  /// ``StreamWatchdog/init(multiple:minimum:maximum:initial:endingBurst:endingsPerSecond:)``'s.
   public var streamWatchdog: StreamWatchdog?
   /// Deadline of each unary GetTrip. Default 15 s, Fleet Engine's service config.
   public var callTimeout: Duration

@@ -103,6 +103,8 @@ final class ServicesCore: Sendable {
   let transport: any GRPCClientTransport
   let executor: DeliveryExecutor
   let budget: RequestBudget
+  /// How fast stream watchdogs may end silent streams, for all trips together.
+  let watchdogEndings: WatchdogEndings
   let metrics: JourneySharingMetrics
   let tracing: CallTracing
   let lifecycle = ServicesLifecycle()
@@ -118,6 +120,7 @@ final class ServicesCore: Sendable {
     let executor = DeliveryExecutor(threads: max(1, configuration.deliveryThreads), name: "journeysharing-delivery")
     self.executor = executor
     self.budget = RequestBudget(requestsPerSecond: configuration.maxRequestsPerSecond)
+    self.watchdogEndings = WatchdogEndings(watchdog: configuration.streamWatchdog, logger: configuration.logger)
     let schedulers = transport.schedulers
     precondition(!schedulers.isEmpty, "a transport has at least one scheduler")
     self.schedulers = schedulers

@@ -24,6 +24,9 @@ private final class ScriptedStreamServer: GRPCService {
     var endsAfterUpdates = true
     /// How long a unary GetTrip is held before it is answered.
     var unaryDelay: Duration = .zero
+    /// After this many updates, the next comes `pause` later than usual (a server that fell behind).
+    var pauseAfter: Int?
+    var pause: Duration = .zero
   }
 
   let behaviour: Behaviour
@@ -75,7 +78,8 @@ private final class ScriptedStreamServer: GRPCService {
       if behaviour.endsAfterUpdates { call.finish(GRPCStatus(code: .ok, message: "")) }
       return
     }
-    call.schedule(after: .seconds(1)) { [self] in
+    let sent = behaviour.updates - left
+    call.schedule(after: .seconds(1) + (sent == behaviour.pauseAfter ? behaviour.pause : .zero)) { [self] in
       guard !call.isClosed else { return }
       var update = TripUpdate()
       update.trip = Self.trip(name: name, at: call.scheduler.unixTime)
@@ -83,6 +87,19 @@ private final class ScriptedStreamServer: GRPCService {
       call.send(update.serializedBytes())
       sendUpdates(call, name: name, left: left - 1)
     }
+  }
+}
+
+/// The trips whose stream the watchdog ended (a subscriber's hook).
+private final class WatchdogEndedTrips: Sendable {
+  private let names = Locked<Set<String>>([])
+
+  var count: Int { names.withLock { $0.count } }
+  func contains(_ name: String) -> Bool { names.withLock { $0.contains(name) } }
+
+  @Sendable func record(_ model: TripModel, _ event: Recorded) {
+    guard case .error(let error) = event, error.message.contains("watchdog") else { return }
+    _ = names.withLock { $0.insert(model.tripName) }
   }
 }
 
@@ -178,6 +195,63 @@ struct StreamDefectTests {
     #expect(error.code == GRPCStatusCode.unavailable.rawValue && error.message.contains("watchdog"), "\(error)")
     #expect(await virtual.advance(until: { server.streams >= 2 }, limit: .seconds(10)))
     model.unregisterSubscriber(subscriber)
+    await virtual.shutdown()
+  }
+
+  @Test(
+    "Streams that go silent together are ended at the watchdog's rate (a burst, then so many a second), not all at once, and each in the end"
+  )
+  func silentStreamsAreEndedAtTheWatchdogsRate() async throws {
+    let server = ScriptedStreamServer(ScriptedStreamServer.Behaviour(updates: 3, endsAfterUpdates: false))
+    let virtual = VirtualServices(service: server) { configuration in
+      configuration.streamWatchdog = StreamWatchdog(endingBurst: 20, endingsPerSecond: 10)
+    }
+    let ended = WatchdogEndedTrips()
+    let subscriber = RecordingSubscriber(hook: ended.record)
+    let models = (0..<200).map(virtual.model)
+    for model in models { model.register(subscriber) }
+    // Every stream: the trip, three updates a second apart, then silence; 5 s later all are due at once.
+    #expect(await virtual.advance(until: { ended.count > 0 }, step: .milliseconds(100), limit: .seconds(15)))
+    let firstEnding = virtual.scheduler.elapsed
+    var most = 0
+    let allEnded = await virtual.advance(
+      until: {
+        let since = Double((virtual.scheduler.elapsed - firstEnding).components.seconds)
+        let count = ended.count
+        // The burst at once, then 10 a second (one step of slack).
+        most = max(most, count - 20 - Int(10 * (since + 1)))
+        return count == models.count
+      }, step: .milliseconds(100), limit: .seconds(600))
+    #expect(allEnded, "\(ended.count) of \(models.count) silent streams ended")
+    #expect(most <= 0, "ended \(most) more than the burst and the rate allow")
+    for model in models { model.unregisterSubscriber(subscriber) }
+    await virtual.shutdown()
+  }
+
+  @Test("A server that falls behind for a few seconds costs only the watchdog's burst of streams; the others live on")
+  func briefSilenceEndsOnlyTheBurst() async throws {
+    // Three updates, then the next 8 s late (9 s of silence against the 5 s timeout), then on as usual.
+    let server = ScriptedStreamServer(
+      ScriptedStreamServer.Behaviour(updates: 10, endsAfterUpdates: false, pauseAfter: 3, pause: .seconds(8)))
+    let virtual = VirtualServices(service: server) { configuration in
+      configuration.streamWatchdog = StreamWatchdog(endingBurst: 20, endingsPerSecond: 10)
+    }
+    let ended = WatchdogEndedTrips()
+    let subscriber = RecordingSubscriber(hook: ended.record)
+    let models = (0..<200).map(virtual.model)
+    for model in models { model.register(subscriber) }
+    #expect(await virtual.advance(until: { server.streams >= models.count }, limit: .seconds(2)))
+    _ = await virtual.advance(until: { false }, step: .milliseconds(100), limit: .seconds(17))
+    // Due at 5 s of silence, over by 9 s: the burst and at most 4 s × 10 a second.
+    #expect(ended.count >= 20 && ended.count <= 20 + 50, "\(ended.count) streams ended")
+    let lived = models.filter { !ended.contains($0.tripName) }
+    #expect(lived.count >= models.count - 70)
+    for model in lived {
+      // The whole trip, the three updates before the pause and the ones after it, on one stream.
+      #expect(subscriber.trips(model.tripName).count >= 7, "\(model.tripName)")
+    }
+    #expect(server.streams < models.count + 80, "\(server.streams) streams for \(models.count) trips")
+    for model in models { model.unregisterSubscriber(subscriber) }
     await virtual.shutdown()
   }
 

@@ -8,11 +8,21 @@
 
 import FleetEngineMessages
 import GRPCProtocol
+import Logging
+import Primitives
 import Tracing
 
 /// When a silent stream counts as dead: after `multiple` times the usual gap between its messages (an
 /// average of the gaps seen), but never sooner than `minimum` nor later than `maximum`; before two
 /// messages have arrived, after `initial`.
+///
+/// Silent streams are ended at most `endingBurst` at once and `endingsPerSecond` after that, for all the
+/// trips of a ``JourneySharingServices`` together; the others stay open and are looked at again later
+/// (after their timeout, doubling each time up to `maximum`), and the ones a message reached meanwhile
+/// live on. A server that falls behind leaves thousands of streams silent at the same moment: ending them
+/// all sends as many RST_STREAM frames on a few connections, which servers take for the rapid-reset
+/// attack (CVE-2023-44487) and answer by closing the whole connection (nghttp2's default allows 1,000 at
+/// once and 33 a second). A stream that alone went silent is still ended after its timeout.
 public struct StreamWatchdog: Sendable, Hashable {
   /// How many usual gaps of silence end the stream. Default 4.
   public var multiple: Double
@@ -22,22 +32,80 @@ public struct StreamWatchdog: Sendable, Hashable {
   public var maximum: Duration
   /// The silence tolerated before the gap is known (the first two messages). Default 30 s.
   public var initial: Duration
+  /// How many silent streams may be ended at once. Default 100.
+  public var endingBurst: Int
+  /// How many silent streams may be ended per second once the burst is spent. Default 25.
+  public var endingsPerSecond: Double
 
   /// A watchdog; every parameter defaults as its property says.
   public init(
     multiple: Double = 4, minimum: Duration = .seconds(5), maximum: Duration = .seconds(120),
-    initial: Duration = .seconds(30)
+    initial: Duration = .seconds(30), endingBurst: Int = 100, endingsPerSecond: Double = 25
   ) {
     self.multiple = max(1, multiple)
     self.minimum = minimum
     self.maximum = max(maximum, minimum)
     self.initial = initial
+    self.endingBurst = max(1, endingBurst)
+    self.endingsPerSecond = endingsPerSecond > 0 && endingsPerSecond.isFinite ? endingsPerSecond : 25
   }
 
   /// The silence that ends a stream whose messages came `averageGap` apart (nil: not known yet).
   func timeout(averageGap: Double?) -> Duration {
     guard let averageGap else { return initial }
     return min(max(.seconds(averageGap * multiple), minimum), maximum)
+  }
+}
+
+/// The rate of ``StreamWatchdog/endingBurst`` and ``StreamWatchdog/endingsPerSecond``, shared by every
+/// streaming trip of one services object: each silent stream reserves a time to be ended, first come
+/// first served (a generic cell rate algorithm: a token bucket whose requests queue), so a stream silent
+/// for long is not starved by others that go silent again and again. Thread-safe: trips on every
+/// scheduler share it.
+final class WatchdogEndings: Sendable {
+  private let spacing: UInt64
+  private let tolerance: UInt64
+  private let logger: Logger
+  private let state = Locked(State())
+
+  private struct State {
+    /// When the queue of reservations is free again (the algorithm's theoretical arrival time).
+    var free: UInt64 = 0
+    /// Endings put off since the last log line, and when that was.
+    var deferred = 0
+    var loggedAt: UInt64?
+  }
+
+  init(watchdog: StreamWatchdog?, logger: Logger) {
+    let watchdog = watchdog ?? StreamWatchdog()
+    spacing = UInt64(max(1, (1e9 / watchdog.endingsPerSecond).rounded(.up)))
+    tolerance = spacing * UInt64(watchdog.endingBurst - 1)
+    self.logger = logger
+  }
+
+  /// Reserves a time, `now` or later (monotonic nanoseconds), at which a stream silent at `now` may be
+  /// ended; nil when none is free before `now + horizon` (nothing is reserved then: ask again later).
+  func reserve(at now: UInt64, horizon: UInt64) -> UInt64? {
+    let (slot, logDeferred): (UInt64?, Int) = state.withLock { state in
+      let slot = max(now, state.free > tolerance ? state.free - tolerance : 0)
+      if slot == now || slot - now <= horizon {
+        state.free = max(state.free, slot) + spacing
+      }
+      guard slot > now else { return (slot, 0) }
+      state.deferred += 1
+      if let loggedAt = state.loggedAt, now &- loggedAt < 60_000_000_000 {
+        return (slot - now <= horizon ? slot : nil, 0)
+      }
+      state.loggedAt = now
+      defer { state.deferred = 0 }
+      return (slot - now <= horizon ? slot : nil, state.deferred)
+    }
+    if logDeferred > 0 {
+      logger.notice(
+        "streams go silent faster than the watchdog may end them (the server fell behind?): the others wait",
+        metadata: ["endings_per_second": "\(1e9 / Double(spacing))", "put_off": "\(logDeferred)"])
+    }
+    return slot
   }
 }
 
@@ -66,12 +134,16 @@ final class StreamingTripSource: TripSource {
   private var watchdogTimer: GRPCTimerID?
   /// When the armed watchdog timer fires.
   private var watchdogDue: UInt64 = 0
+  /// The services' rate of watchdog endings, and the time this silent stream reserved to be ended.
+  private let endings: WatchdogEndings
+  private var endingAt: UInt64?
 
   init(
     owner: any TripSourceOwner, transport: any GRPCClientTransport, scheduler: any GRPCScheduler,
-    watchdog: StreamWatchdog?, budget: RequestBudget
+    watchdog: StreamWatchdog?, endings: WatchdogEndings, budget: RequestBudget
   ) {
     self.owner = owner
+    self.endings = endings
     self.transport = transport
     self.scheduler = scheduler
     self.watchdog = watchdog
@@ -117,6 +189,7 @@ final class StreamingTripSource: TripSource {
     startedAt = scheduler.monotonicNanoseconds
     lastMessageAt = startedAt
     messages = 0
+    endingAt = nil
     averageGap = nil
     var options = CallOptions(token: token, timeout: nil)
     span = owner.tracing.startSpan(.stream, parent: owner.traceContext, attempt: owner.attempt, options: &options)
@@ -150,6 +223,7 @@ final class StreamingTripSource: TripSource {
     }
     messages += 1
     lastMessageAt = now
+    endingAt = nil
     // The timer waits out the timeout known when it was armed; re-arm when the silence tolerated now ends
     // sooner (the first gaps measured shrink it from the initial timeout).
     if let watchdog, watchdogTimer != nil, now &+ watchdog.timeout(averageGap: averageGap).nanoseconds < watchdogDue {
@@ -188,12 +262,12 @@ final class StreamingTripSource: TripSource {
     span = nil
   }
 
-  /// Checks for silence when the current timeout would run out after the last message; re-arms itself
-  /// while messages keep coming, so a message costs no timer operation.
-  private func armWatchdog() {
+  /// Checks for silence when the current timeout would run out after the last message (or at `due`, for a
+  /// stream whose ending was put off); re-arms itself while messages keep coming, so a message costs no
+  /// timer operation.
+  private func armWatchdog(due explicitDue: UInt64? = nil) {
     guard let watchdog else { return }
-    let timeout = watchdog.timeout(averageGap: averageGap).nanoseconds
-    let due = lastMessageAt &+ timeout
+    let due = explicitDue ?? lastMessageAt &+ watchdog.timeout(averageGap: averageGap).nanoseconds
     watchdogDue = due
     let now = scheduler.monotonicNanoseconds
     watchdogTimer = scheduler.scheduleTimer(after: .nanoseconds(Int64(clamping: due > now ? due - now : 0))) {
@@ -205,6 +279,19 @@ final class StreamingTripSource: TripSource {
       if silence < limit.nanoseconds {
         self.armWatchdog()
         return
+      }
+      let now = self.scheduler.monotonicNanoseconds
+      if self.endingAt.map({ now < $0 }) ?? true {
+        // Many streams went silent at once (StreamWatchdog's rate of endings): this one waits its turn, or,
+        // with none free within the longest silence tolerated, asks again then. A message meanwhile gives
+        // its turn up and re-arms the timer as usual.
+        let horizon = watchdog.maximum.nanoseconds
+        let slot = self.endings.reserve(at: now, horizon: horizon)
+        self.endingAt = slot
+        if slot != now {
+          self.armWatchdog(due: slot ?? now &+ horizon)
+          return
+        }
       }
       // Dead air: drop the stream and report it as the server being unavailable.
       let lifetime = Duration.nanoseconds(Int64(clamping: self.scheduler.monotonicNanoseconds &- self.startedAt))

@@ -185,7 +185,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
     case .stream:
       source = StreamingTripSource(
         owner: self, transport: transport, scheduler: scheduler, watchdog: configuration.streamWatchdog,
-        budget: services.budget)
+        endings: services.watchdogEndings, budget: services.budget)
     case .poll:
       source = PollingTripSource(
         owner: self, transport: transport, scheduler: scheduler, budget: services.budget,
