@@ -27,6 +27,16 @@ protocol LoadClient: Sendable {
 
 func tripName(_ index: Int) -> String { "providers/load/trips/trip-\(index)" }
 
+/// The errors subscribers were told of, by description (the first 20 kinds), for the client's closing lines.
+let errorKinds = Mutex<[String: Int]>([:])
+
+func tallyError(_ error: (any Error)?) {
+  let text = error.map { "\($0)" } ?? "nil"
+  errorKinds.withLock { kinds in
+    if kinds[text] != nil || kinds.count < 20 { kinds[text, default: 0] += 1 }
+  }
+}
+
 /// One trip's subscriber: records the update behind each delivered snapshot.
 final class RecordingSubscriber: TripModelSubscriber {
   let index: Int
@@ -47,6 +57,7 @@ final class RecordingSubscriber: TripModelSubscriber {
 
   func tripModel(_ tripModel: TripModel, didFailUpdateTripWithError error: (any Error)?) {
     errors.add(1, ordering: .relaxed)
+    tallyError(error)
   }
 }
 
@@ -178,6 +189,7 @@ final class PollingSubscriber: TripModelSubscriber {
 
   func tripModel(_ tripModel: TripModel, didFailUpdateTripWithError error: (any Error)?) {
     errors.add(1, ordering: .relaxed)
+    tallyError(error)
   }
 }
 

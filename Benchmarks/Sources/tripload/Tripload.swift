@@ -41,6 +41,8 @@ struct ServerCommand: AsyncParsableCommand {
   @Flag(help: "Send as fast as flow control allows.") var saturate = false
   @Option(help: "Port (0 picks one).") var port = 0
   @Option(name: .customLong("max-concurrent-streams")) var maxConcurrentStreams: UInt32 = 20_000
+  @Option(help: "swift-log level of the server's messages (debug shows why connections closed).")
+  var logLevel = "info"
 
   func run() async throws {
     signal(SIGTERM) { _ in serverStop = 1 }
@@ -55,7 +57,7 @@ struct ServerCommand: AsyncParsableCommand {
     let sim = try FleetSim(
       configuration: FleetSimConfiguration(simulation: simulation, load: load),
       listen: GRPCServerConfiguration(host: "127.0.0.1", port: port, maxConcurrentStreams: maxConcurrentStreams),
-      logger: Logger(label: "tripload.server"))
+      logger: serverLogger())
     let bound = try sim.start()
     emit("listening on \(bound)")
     let started = processCPUSeconds()
@@ -63,6 +65,17 @@ struct ServerCommand: AsyncParsableCommand {
     let stats = await sim.stats()
     emit("server stats: \(stats) cpu_seconds=\(processCPUSeconds() - started)")
     await sim.shutdown()
+  }
+}
+
+extension ServerCommand {
+  func serverLogger() throws -> Logger {
+    guard let level = Logger.Level(rawValue: logLevel) else {
+      throw ValidationError("unknown --log-level \(logLevel) (trace, debug, info, notice, warning, error, critical)")
+    }
+    var logger = Logger(label: "tripload.server")
+    logger.logLevel = level
+    return logger
   }
 }
 
@@ -160,6 +173,9 @@ struct ClientCommand: AsyncParsableCommand {
     let updates = recorder.delivered.load(ordering: .relaxed)
     let latency = recorder.percentiles()
     let errors = client.errorCount()
+    for (text, count) in errorKinds.withLock({ $0 }).sorted(by: { $0.value > $1.value }) {
+      progress("[\(kind)] \(count) × error: \(text)")
+    }
     let result = ClientResult(
       client: kind, mode: kind.hasSuffix("-poll") ? "poll" : "stream",
       pollInterval: kind.hasSuffix("-poll") ? pollInterval : nil,
