@@ -27,6 +27,9 @@ private final class ScriptedStreamServer: GRPCService {
     /// After this many updates, the next comes `pause` later than usual (a server that fell behind).
     var pauseAfter: Int?
     var pause: Duration = .zero
+    /// The time between updates, and before the first one (nil: the same).
+    var interval: Duration = .seconds(1)
+    var firstUpdateAfter: Duration?
   }
 
   let behaviour: Behaviour
@@ -79,7 +82,8 @@ private final class ScriptedStreamServer: GRPCService {
       return
     }
     let sent = behaviour.updates - left
-    call.schedule(after: .seconds(1) + (sent == behaviour.pauseAfter ? behaviour.pause : .zero)) { [self] in
+    let gap = sent == 0 ? behaviour.firstUpdateAfter ?? behaviour.interval : behaviour.interval
+    call.schedule(after: gap + (sent == behaviour.pauseAfter ? behaviour.pause : .zero)) { [self] in
       guard !call.isClosed else { return }
       var update = TripUpdate()
       update.trip = Self.trip(name: name, at: call.scheduler.unixTime)
@@ -194,6 +198,24 @@ struct StreamDefectTests {
     let error = try #require(subscriber.errors().first)
     #expect(error.code == GRPCStatusCode.unavailable.rawValue && error.message.contains("watchdog"), "\(error)")
     #expect(await virtual.advance(until: { server.streams >= 2 }, limit: .seconds(10)))
+    model.unregisterSubscriber(subscriber)
+    await virtual.shutdown()
+  }
+
+  @Test("The gap from the whole trip to the first update does not set the watchdog: updates 10 s apart are not silence")
+  func firstGapDoesNotSetTheWatchdog() async throws {
+    // The first update half a second after the trip (a server updating on its own clock), then every 10 s: a
+    // timeout taken from the first gap (5 s, the minimum) ended the stream before each later update.
+    let server = ScriptedStreamServer(
+      ScriptedStreamServer.Behaviour(
+        updates: 6, endsAfterUpdates: false, interval: .seconds(10), firstUpdateAfter: .milliseconds(500)))
+    let virtual = VirtualServices(service: server)
+    let subscriber = RecordingSubscriber()
+    let model = virtual.model(0)
+    model.register(subscriber)
+    #expect(await virtual.advance(until: { subscriber.trips().count >= 6 }, step: .milliseconds(250), limit: .seconds(60)))
+    #expect(subscriber.errors().isEmpty, "\(subscriber.errors())")
+    #expect(server.streams == 1)
     model.unregisterSubscriber(subscriber)
     await virtual.shutdown()
   }

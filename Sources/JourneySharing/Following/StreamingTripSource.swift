@@ -13,8 +13,8 @@ import Primitives
 import Tracing
 
 /// When a silent stream counts as dead: after `multiple` times the usual gap between its messages (an
-/// average of the gaps seen), but never sooner than `minimum` nor later than `maximum`; before two
-/// messages have arrived, after `initial`.
+/// average of the gaps between updates), but never sooner than `minimum` nor later than `maximum`; before
+/// two updates have followed the whole trip, after `initial`.
 ///
 /// Silent streams are ended at most `endingBurst` at once and `endingsPerSecond` after that, for all the
 /// trips of a ``JourneySharingServices`` together; the others stay open and are looked at again later
@@ -30,7 +30,7 @@ public struct StreamWatchdog: Sendable, Hashable {
   public var minimum: Duration
   /// The longest silence tolerated however slow the stream was. Default 120 s.
   public var maximum: Duration
-  /// The silence tolerated before the gap is known (the first two messages). Default 30 s.
+  /// The silence tolerated before the gap is known (until two updates followed the whole trip). Default 30 s.
   public var initial: Duration
   /// How many silent streams may be ended at once. Default 100.
   public var endingBurst: Int
@@ -216,8 +216,11 @@ final class StreamingTripSource: TripSource {
 
   fileprivate func received(_ bytes: UnsafeRawBufferPointer) {
     let now = scheduler.monotonicNanoseconds
-    if messages > 0 {
-      // The usual gap: an exponentially weighted average, so one slow message does not stretch it.
+    // The usual gap: an exponentially weighted average, so one slow message does not stretch it. The first
+    // gap, from the whole trip (sent when the stream opens) to the first update, says nothing of the
+    // interval: a server updating every 10 s on its own clock may send that update a moment after the trip,
+    // and a timeout of 5 s from it ended streams that were fine (a million trips at one update per 10 s).
+    if messages > 1 {
       let gap = Double(now &- lastMessageAt) / 1e9
       averageGap = averageGap.map { $0 * 0.8 + gap * 0.2 } ?? gap
     }
