@@ -141,7 +141,7 @@ struct ClientCommand: AsyncParsableCommand {
           seconds: monotonicSeconds() - begin, tripsStarted: started, updates: 0, updatesPerSecond: 0,
           updatesReceivedPerSecond: 0, cpuSeconds: processCPUSeconds(), cpuSecondsPerMillionUpdates: 0,
           rssBaselineBytes: baseline, rssBytes: rss,
-          rssPerTripBytes: Double(rss - baseline) / Double(max(1, started)), latencyP50Ms: 0, latencyP99Ms: 0,
+          rssPerTripBytes: Double(rss - baseline) / Double(max(1, trips)), latencyP50Ms: 0, latencyP99Ms: 0,
           latencyP999Ms: 0, latencyMaxMs: 0, latencySamples: 0, gaps: 0, duplicates: 0, restarts: 0, errors: nil,
           stoppedAtMemoryCap: true)
         emit("RESULT " + String(decoding: try JSONEncoder().encode(result), as: UTF8.self))
