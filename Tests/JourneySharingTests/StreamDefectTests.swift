@@ -213,7 +213,8 @@ struct StreamDefectTests {
     let subscriber = RecordingSubscriber()
     let model = virtual.model(0)
     model.register(subscriber)
-    #expect(await virtual.advance(until: { subscriber.trips().count >= 6 }, step: .milliseconds(250), limit: .seconds(60)))
+    #expect(
+      await virtual.advance(until: { subscriber.trips().count >= 6 }, step: .milliseconds(250), limit: .seconds(60)))
     #expect(subscriber.errors().isEmpty, "\(subscriber.errors())")
     #expect(server.streams == 1)
     model.unregisterSubscriber(subscriber)
