@@ -59,6 +59,7 @@ let package = Package(
     .executableTarget(
       name: "tripload",
       dependencies: [
+        "BenchmarkFixtures",
         "GRPCSwiftFollower",
         "SwiftProtobufMessages",
         .product(name: "JourneySharing", package: "JourneySharing"),

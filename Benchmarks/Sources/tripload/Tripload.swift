@@ -26,7 +26,7 @@ struct Tripload: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "tripload",
     abstract: "End-to-end load: follow N trips on FleetSim with this project's client and with grpc-swift-2.",
-    subcommands: [RunCommand.self, ServerCommand.self, ClientCommand.self, RelayCommand.self],
+    subcommands: [RunCommand.self, ServerCommand.self, ClientCommand.self, RelayCommand.self, PipelineCommand.self],
     defaultSubcommand: RunCommand.self)
 }
 
