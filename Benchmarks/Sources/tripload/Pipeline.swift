@@ -53,7 +53,8 @@ struct PipelineCommand: AsyncParsableCommand {
     emit(
       String(
         format: "pipeline: %d updates through %d trips in %.3f s: %.0f ns per update, %d changed, %d deliveries",
-        updates, trips, seconds, seconds / Double(updates) * 1e9, changed, subscriber.deliveries.load(ordering: .relaxed)))
+        updates, trips, seconds, seconds / Double(updates) * 1e9, changed,
+        subscriber.deliveries.load(ordering: .relaxed)))
     await harness.shutdown()
   }
 }
