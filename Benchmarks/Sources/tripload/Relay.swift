@@ -419,9 +419,11 @@ func waitForPort(_ port: Int, timeout: Double) async -> Bool {
 /// The full path of `name`: itself when it has a slash, else the first on PATH.
 func which(_ name: String) throws -> String {
   if name.contains("/") { return name }
-  for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") + [
-    "/usr/sbin"
-  ] {
+  // Strings spelled out: `split(separator:) + ["/usr/sbin"]` type-checked as arrays of Characters, so every
+  // path looked like `["/", "u", "s", "r", …]/h2load` and nothing was ever found.
+  let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+  let directories: [String] = path.split(separator: ":").map(String.init) + ["/usr/sbin"]
+  for directory in directories {
     let path = "\(directory)/\(name)"
     if FileManager.default.isExecutableFile(atPath: path) { return path }
   }
