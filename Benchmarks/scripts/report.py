@@ -107,6 +107,14 @@ def main():
                     if len(values) > 1 and fmt(min(values), digits) != fmt(max(values), digits):
                         text += f" ({fmt(min(values), digits)}–{fmt(max(values), digits)})"
                     return text
+                if runs and all(r.get("stoppedAtMemoryCap") for r in runs):
+                    gib = max(r["rssBytes"] for r in runs) / (1 << 30)
+                    started = max(r["tripsStarted"] for r in runs)
+                    lines.append(
+                        f"| {s['trips']:,} | {mode} | {s['connections']} | {c['client']} | {len(runs)} | stopped at its memory "
+                        f"cap (up to {gib:.1f} GiB resident) with {started:,} of {s['trips']:,} trips receiving, every run "
+                        "| – | – | – | – | – | – | – | – | – | – |")
+                    continue
                 lines.append(
                     f"| {s['trips']:,} | {mode} | {s['connections']} | {c['client']} | {len(runs)} | {cell('updatesPerSecond', 0)} | "
                     f"{fmt(c.get('updatesReceivedPerSecond', c['updatesPerSecond']), 0)} | {cell('cpuSecondsPerMillionUpdates')} | "
@@ -224,7 +232,12 @@ def e2e_targets(e2e, targets):
     million = client(e2e, 1_000_000, 0.1, "journeysharing")
     if million:
         p99 = million["latencyP99Ms"]
-        targets.append(f"| a million trips at 1/10 s: p99 < 100 ms | {p99:.2f} ms | {verdict(p99 < 100, '' if p99 < 100 else f'{p99 / 100:.1f}× the bound')} |")
+        runs = [r for s in e2e["scenarios"] if s["trips"] == 1_000_000 for r in runs_of(s, "journeysharing")]
+        every = ", ".join(f"{r['latencyP99Ms']:.2f}" for r in runs)
+        over = sum(1 for r in runs if r["latencyP99Ms"] >= 100)
+        note = f"; {over} of {len(runs)} runs over" if over else ""
+        targets.append(f"| a million trips at 1/10 s: p99 < 100 ms | median {p99:.2f} ms (runs {every}) | "
+                       f"{verdict(p99 < 100, '' if p99 < 100 else f'{p99 / 100:.1f}× the bound')}{note} |")
     else:
         targets.append("| a million trips at 1/10 s: p99 < 100 ms and ≤ 4 KiB per trip | not measured (no million-trip row) | **missed** |")
     memory = million or ours100k
@@ -239,7 +252,12 @@ def e2e_targets(e2e, targets):
         poll = s.get("mode") == "poll"
         ours = client(e2e, s["trips"], s.get("rate"), "journeysharing-poll" if poll else "journeysharing", s.get("mode") or "stream")
         theirs = client(e2e, s["trips"], s.get("rate"), "grpc-swift-poll" if poll else "grpc-swift", s.get("mode") or "stream")
-        if ours and theirs and ours["cpuSecondsPerMillionUpdates"] > 0:
+        if ours and theirs and theirs.get("stoppedAtMemoryCap"):
+            gib = theirs["rssBytes"] / (1 << 30)
+            targets.append(f"| {s['trips']:,} trips, {scenario_mode(s)}: ≥ 3× less client CPU per update than grpc-swift-2 | "
+                           f"no ratio: grpc-swift-2 stopped at {gib:.1f} GiB resident (its cap) with "
+                           f"{theirs['tripsStarted']:,} of {s['trips']:,} trips receiving | — |")
+        elif ours and theirs and ours["cpuSecondsPerMillionUpdates"] > 0:
             ratio = theirs["cpuSecondsPerMillionUpdates"] / ours["cpuSecondsPerMillionUpdates"]
             unit = "poll" if poll else "update"
             targets.append(f"| {s['trips']:,} trips, {scenario_mode(s)}: ≥ 3× less client CPU per {unit} than grpc-swift-2 | "
@@ -273,6 +291,8 @@ def plot(e2e):
                 if c["client"] != kind:
                     continue
                 runs = runs_of(s, kind)
+                if runs and all(r.get("stoppedAtMemoryCap") for r in runs):
+                    continue  # no trip followed: nothing to plot (the table says how far it got)
 
                 def spread(key, scale=1.0):
                     values = [r[key] * scale for r in runs]
@@ -297,9 +317,9 @@ def plot(e2e):
                 bars.append((names[kind], colour, c["cpuSecondsPerMillionUpdates"], min(values), max(values)))
         groups.append((f"{s['trips']:,} {'polled every 5 s' if poll else 'saturating'}", bars))
     panels = [
-        {"kind": "line", "title": "Delivery latency at 1 update/trip/s", "ylabel": "milliseconds", "series": latency,
-         "log_y": True, "targets": [("target p99 < 50 ms at 100,000", 50)]},
-        {"kind": "line", "title": "Client CPU per update at 1 update/trip/s", "ylabel": "CPU µs per update",
+        {"kind": "line", "title": "Delivery latency (1 update/trip/s; a million: 1 per 10 s)", "ylabel": "milliseconds", "series": latency,
+         "log_y": True, "targets": [("target p99 < 50 ms at 100,000", 50), ("< 100 ms at a million", 100)]},
+        {"kind": "line", "title": "Client CPU per update (1/s; a million: 1 per 10 s)", "ylabel": "CPU µs per update",
          "series": cpu, "targets": [("target ≤ 3 µs at 10,000", 3)]},
         {"kind": "line", "title": "Resident memory per trip", "ylabel": "KiB per trip", "series": memory,
          "targets": [("target ≤ 4 KiB", 4)]},
