@@ -94,6 +94,21 @@ private final class ScriptedStreamServer: GRPCService {
   }
 }
 
+/// 200 trips followed on `server` with a watchdog that may end 20 streams at once and 10 a second; the subscriber
+/// registered on every model records whose stream the watchdog ended.
+private func followManyWithWatchdog(
+  _ server: ScriptedStreamServer
+) -> (VirtualServices, WatchdogEndedTrips, RecordingSubscriber, [TripModel]) {
+  let virtual = VirtualServices(service: server) { configuration in
+    configuration.streamWatchdog = StreamWatchdog(endingBurst: 20, endingsPerSecond: 10)
+  }
+  let ended = WatchdogEndedTrips()
+  let subscriber = RecordingSubscriber(hook: ended.record)
+  let models = (0..<200).map(virtual.model)
+  for model in models { model.register(subscriber) }
+  return (virtual, ended, subscriber, models)
+}
+
 /// The trips whose stream the watchdog ended (a subscriber's hook).
 private final class WatchdogEndedTrips: Sendable {
   private let names = Locked<Set<String>>([])
@@ -226,13 +241,7 @@ struct StreamDefectTests {
   )
   func silentStreamsAreEndedAtTheWatchdogsRate() async throws {
     let server = ScriptedStreamServer(ScriptedStreamServer.Behaviour(updates: 3, endsAfterUpdates: false))
-    let virtual = VirtualServices(service: server) { configuration in
-      configuration.streamWatchdog = StreamWatchdog(endingBurst: 20, endingsPerSecond: 10)
-    }
-    let ended = WatchdogEndedTrips()
-    let subscriber = RecordingSubscriber(hook: ended.record)
-    let models = (0..<200).map(virtual.model)
-    for model in models { model.register(subscriber) }
+    let (virtual, ended, subscriber, models) = followManyWithWatchdog(server)
     // Every stream: the trip, three updates a second apart, then silence; 5 s later all are due at once.
     #expect(await virtual.advance(until: { ended.count > 0 }, step: .milliseconds(100), limit: .seconds(15)))
     let firstEnding = virtual.scheduler.elapsed
@@ -256,13 +265,7 @@ struct StreamDefectTests {
     // Three updates, then the next 8 s late (9 s of silence against the 5 s timeout), then on as usual.
     let server = ScriptedStreamServer(
       ScriptedStreamServer.Behaviour(updates: 10, endsAfterUpdates: false, pauseAfter: 3, pause: .seconds(8)))
-    let virtual = VirtualServices(service: server) { configuration in
-      configuration.streamWatchdog = StreamWatchdog(endingBurst: 20, endingsPerSecond: 10)
-    }
-    let ended = WatchdogEndedTrips()
-    let subscriber = RecordingSubscriber(hook: ended.record)
-    let models = (0..<200).map(virtual.model)
-    for model in models { model.register(subscriber) }
+    let (virtual, ended, subscriber, models) = followManyWithWatchdog(server)
     #expect(await virtual.advance(until: { server.streams >= models.count }, limit: .seconds(2)))
     _ = await virtual.advance(until: { false }, step: .milliseconds(100), limit: .seconds(17))
     // Due at 5 s of silence, over by 9 s: the burst and at most 4 s × 10 a second.
