@@ -17,9 +17,9 @@ import Tracing
 /// two updates have followed the whole trip, after `initial`.
 ///
 /// Silent streams are ended at most `endingBurst` at once and `endingsPerSecond` after that, for all the
-/// trips of a ``JourneySharingServices`` together; the others stay open and are looked at again later
-/// (after their timeout, doubling each time up to `maximum`), and the ones a message reached meanwhile
-/// live on. A server that falls behind leaves thousands of streams silent at the same moment: ending them
+/// trips of a ``JourneySharingServices`` together; the others stay open and wait their turn, first come
+/// first served (with no turn free within `maximum`, they ask again then), and the ones a message reaches
+/// meanwhile live on. A server that falls behind leaves thousands of streams silent at the same moment: ending them
 /// all sends as many RST_STREAM frames on a few connections, which servers take for the rapid-reset
 /// attack (CVE-2023-44487) and answer by closing the whole connection (nghttp2's default allows 1,000 at
 /// once and 33 a second). A stream that alone went silent is still ended after its timeout.
@@ -87,18 +87,15 @@ final class WatchdogEndings: Sendable {
   /// ended; nil when none is free before `now + horizon` (nothing is reserved then: ask again later).
   func reserve(at now: UInt64, horizon: UInt64) -> UInt64? {
     let (slot, logDeferred): (UInt64?, Int) = state.withLock { state in
-      let slot = max(now, state.free > tolerance ? state.free - tolerance : 0)
-      if slot == now || slot - now <= horizon {
-        state.free = max(state.free, slot) + spacing
-      }
-      guard slot > now else { return (slot, 0) }
+      let earliest = max(now, state.free > tolerance ? state.free - tolerance : 0)
+      let slot = earliest - now <= horizon ? earliest : nil
+      if let slot { state.free = max(state.free, slot) + spacing }
+      guard slot != now else { return (slot, 0) }
       state.deferred += 1
-      if let loggedAt = state.loggedAt, now &- loggedAt < 60_000_000_000 {
-        return (slot - now <= horizon ? slot : nil, 0)
-      }
+      guard state.loggedAt.map({ now &- $0 >= 60_000_000_000 }) ?? true else { return (slot, 0) }
       state.loggedAt = now
       defer { state.deferred = 0 }
-      return (slot - now <= horizon ? slot : nil, state.deferred)
+      return (slot, state.deferred)
     }
     if logDeferred > 0 {
       logger.notice(
