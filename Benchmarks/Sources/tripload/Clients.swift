@@ -38,7 +38,7 @@ func tallyError(_ error: (any Error)?) {
 }
 
 /// One trip's subscriber: records the update behind each delivered snapshot.
-final class RecordingSubscriber: TripModelSubscriber {
+final class RecordingSubscriber: LoadSubscriber {
   let index: Int
   let recorder: LoadRecorder
   let errors: Atomic<Int>
@@ -48,6 +48,8 @@ final class RecordingSubscriber: TripModelSubscriber {
     self.recorder = recorder
     self.errors = Atomic(0)
   }
+
+  var errorCount: Int { errors.load(ordering: .relaxed) }
 
   func tripModel(
     _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
@@ -61,22 +63,19 @@ final class RecordingSubscriber: TripModelSubscriber {
   }
 }
 
-/// This project's client: JourneySharingServices over its own gRPC channel.
-final class JourneySharingLoadClient: LoadClient, @unchecked Sendable {
-  let services: JourneySharingServices
-  private var subscriptions: [(TripModel, RecordingSubscriber)] = []
+/// What this project's load clients give every trip: a subscriber made from the trip's index, counting the
+/// errors it is told of.
+protocol LoadSubscriber: TripModelSubscriber {
+  init(index: Int, recorder: LoadRecorder)
+  var errorCount: Int { get }
+}
 
-  init(host: String, port: Int, connections: Int, deliveryThreads: Int, eventLoops: Int?) throws {
-    var configuration = JourneySharingConfiguration(
-      host: host, port: port, security: .plaintext, providerID: "load", fetchMode: .stream,
-      logger: Logger(label: "tripload"))
-    configuration.connection.maxConnections = connections
-    if let eventLoops { configuration.connection.eventLoops = JourneySharingEventLoops(loopCount: eventLoops) }
-    configuration.deliveryThreads = deliveryThreads
-    // A million trips asked for at once wait minutes for their streams; the default 30 s of silence before a
-    // stream's first messages would cancel and restart queued calls over and over (the load server is never
-    // silent once a stream is open, and grpc-swift-2's client has no such watchdog).
-    configuration.streamWatchdog = StreamWatchdog(initial: .seconds(1_200))
+/// This project's client: JourneySharingServices over its own gRPC channel, a `Subscriber` per trip.
+final class JourneySharingLoadClient<Subscriber: LoadSubscriber>: LoadClient, @unchecked Sendable {
+  let services: JourneySharingServices
+  private var subscriptions: [(TripModel, Subscriber)] = []
+
+  init(configuration: JourneySharingConfiguration) throws {
     services = try JourneySharingServices(configuration: configuration)
   }
 
@@ -84,15 +83,32 @@ final class JourneySharingLoadClient: LoadClient, @unchecked Sendable {
     subscriptions.reserveCapacity(trips)
     for index in 0..<trips {
       let model = services.tripService.tripModel(forTripName: tripName(index))
-      let subscriber = RecordingSubscriber(index: index, recorder: recorder)
+      let subscriber = Subscriber(index: index, recorder: recorder)
       model.register(subscriber)
       subscriptions.append((model, subscriber))
     }
   }
 
   func errorCount() -> Int? {
-    subscriptions.reduce(0) { $0 + $1.1.errors.load(ordering: .relaxed) }
+    subscriptions.reduce(0) { $0 + $1.1.errorCount }
   }
+}
+
+/// This project's streaming client, recording every delivered update.
+func journeySharingStreamClient(
+  host: String, port: Int, connections: Int, deliveryThreads: Int, eventLoops: Int?
+) throws -> JourneySharingLoadClient<RecordingSubscriber> {
+  var configuration = JourneySharingConfiguration(
+    host: host, port: port, security: .plaintext, providerID: "load", fetchMode: .stream,
+    logger: Logger(label: "tripload"))
+  configuration.connection.maxConnections = connections
+  if let eventLoops { configuration.connection.eventLoops = JourneySharingEventLoops(loopCount: eventLoops) }
+  configuration.deliveryThreads = deliveryThreads
+  // A million trips asked for at once wait minutes for their streams; the default 30 s of silence before a
+  // stream's first messages would cancel and restart queued calls over and over (the load server is never
+  // silent once a stream is open, and grpc-swift-2's client has no such watchdog).
+  configuration.streamWatchdog = StreamWatchdog(initial: .seconds(1_200))
+  return try JourneySharingLoadClient(configuration: configuration)
 }
 
 /// The grpc-swift-2 client (NIO HTTP/2 transport, raw-bytes serializer, swift-protobuf decoding).
@@ -171,7 +187,7 @@ final class PollMetricsFactory: MetricsFactory, TimerHandler, @unchecked Sendabl
 }
 
 /// One polled trip's subscriber: marks the trip started at its first snapshot, counts errors.
-final class PollingSubscriber: TripModelSubscriber {
+final class PollingSubscriber: LoadSubscriber {
   let index: Int
   let recorder: LoadRecorder
   let errors = Atomic<Int>(0)
@@ -180,6 +196,8 @@ final class PollingSubscriber: TripModelSubscriber {
     self.index = index
     self.recorder = recorder
   }
+
+  var errorCount: Int { errors.load(ordering: .relaxed) }
 
   func tripModel(
     _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
@@ -195,36 +213,17 @@ final class PollingSubscriber: TripModelSubscriber {
 
 /// This project's client polling Fleet Engine's unary GetTrip (with the *_version fields), with no
 /// request budget (the benchmark's server is not Fleet Engine and has no quota).
-final class JourneySharingPollClient: LoadClient, @unchecked Sendable {
-  let services: JourneySharingServices
-  private var subscriptions: [(TripModel, PollingSubscriber)] = []
-
-  init(host: String, port: Int, connections: Int, deliveryThreads: Int, interval: Duration, recorder: LoadRecorder)
-    throws
-  {
-    var configuration = JourneySharingConfiguration(
-      host: host, port: port, security: .plaintext, providerID: "load", fetchMode: .poll, pollInterval: interval,
-      logger: Logger(label: "tripload"))
-    configuration.connection.maxConnections = connections
-    configuration.deliveryThreads = deliveryThreads
-    configuration.maxRequestsPerSecond = nil
-    configuration.metricsFactory = PollMetricsFactory(recorder: recorder)
-    services = try JourneySharingServices(configuration: configuration)
-  }
-
-  func start(trips: Int, recorder: LoadRecorder) async throws {
-    subscriptions.reserveCapacity(trips)
-    for index in 0..<trips {
-      let model = services.tripService.tripModel(forTripName: tripName(index))
-      let subscriber = PollingSubscriber(index: index, recorder: recorder)
-      model.register(subscriber)
-      subscriptions.append((model, subscriber))
-    }
-  }
-
-  func errorCount() -> Int? {
-    subscriptions.reduce(0) { $0 + $1.1.errors.load(ordering: .relaxed) }
-  }
+func journeySharingPollClient(
+  host: String, port: Int, connections: Int, deliveryThreads: Int, interval: Duration, recorder: LoadRecorder
+) throws -> JourneySharingLoadClient<PollingSubscriber> {
+  var configuration = JourneySharingConfiguration(
+    host: host, port: port, security: .plaintext, providerID: "load", fetchMode: .poll, pollInterval: interval,
+    logger: Logger(label: "tripload"))
+  configuration.connection.maxConnections = connections
+  configuration.deliveryThreads = deliveryThreads
+  configuration.maxRequestsPerSecond = nil
+  configuration.metricsFactory = PollMetricsFactory(recorder: recorder)
+  return try JourneySharingLoadClient(configuration: configuration)
 }
 
 /// The grpc-swift-2 unary client polling the same trips the same way (GRPCSwiftPoller).

@@ -106,13 +106,13 @@ struct ClientCommand: AsyncParsableCommand {
     switch kind {
     case "journeysharing", "journeysharing-1-loop":
       // The default is an event loop per core; the other kind compares it with a single loop.
-      client = try JourneySharingLoadClient(
+      client = try journeySharingStreamClient(
         host: "127.0.0.1", port: port, connections: connections, deliveryThreads: deliveryThreads,
         eventLoops: kind == "journeysharing" ? nil : 1)
     case "grpc-swift":
       client = GRPCSwiftLoadClient(host: "127.0.0.1", port: port, connections: connections)
     case "journeysharing-poll":
-      client = try JourneySharingPollClient(
+      client = try journeySharingPollClient(
         host: "127.0.0.1", port: port, connections: connections, deliveryThreads: deliveryThreads,
         interval: .seconds(pollInterval), recorder: recorder)
     case "grpc-swift-poll":
