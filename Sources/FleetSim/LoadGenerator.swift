@@ -185,33 +185,30 @@ struct LoadUpdateFields {
     return update
   }
 
-  @inline(__always) static func varintSize(_ value: UInt64) -> Int {
-    value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
-  }
-  /// An int32/int64 field's value size (negative numbers take ten bytes, as protobuf writes them).
-  @inline(__always) static func intSize(_ value: Int64) -> Int { varintSize(UInt64(bitPattern: value)) }
-  /// A length-delimited field of `length` bytes, tag (one byte here) and length included.
-  @inline(__always) static func messageFieldSize(_ length: Int) -> Int { 1 + varintSize(UInt64(length)) + length }
-
+  // Sizes through ProtoWire's `WireSize`, call for call as `encode(to:)` writes (proto3: zero fields omitted).
   static func timestampSize(seconds: Int64, nanos: Int32) -> Int {
-    (seconds != 0 ? 1 + intSize(seconds) : 0) + (nanos != 0 ? 1 + intSize(Int64(nanos)) : 0)
+    (seconds != 0 ? WireSize.int64(seconds, field: 1) : 0) + (nanos != 0 ? WireSize.int32(nanos, field: 2) : 0)
   }
-  static func int32ValueSize(_ value: Int32) -> Int { value != 0 ? 1 + intSize(Int64(value)) : 0 }
+  static func int32ValueSize(_ value: Int32) -> Int { value != 0 ? WireSize.int32(value, field: 1) : 0 }
 
-  var latLngSize: Int { (latitude.bitPattern != 0 ? 9 : 0) + (longitude.bitPattern != 0 ? 9 : 0) }
+  var latLngSize: Int {
+    (latitude.bitPattern != 0 ? WireSize.double(latitude, field: 1) : 0)
+      + (longitude.bitPattern != 0 ? WireSize.double(longitude, field: 2) : 0)
+  }
   var timeSize: Int { Self.timestampSize(seconds: time.seconds, nanos: time.nanos) }
   var locationSize: Int {
-    Self.messageFieldSize(latLngSize) + Self.messageFieldSize(Self.int32ValueSize(heading))
-      + Self.messageFieldSize(timeSize)
+    WireSize.lengthDelimited(latLngSize, field: 1) + WireSize.lengthDelimited(Self.int32ValueSize(heading), field: 2)
+      + WireSize.lengthDelimited(timeSize, field: 4)
   }
   var tripSize: Int {
-    Self.messageFieldSize(locationSize) + Self.messageFieldSize(Self.int32ValueSize(remainingMeters))
-      + Self.messageFieldSize(Self.timestampSize(seconds: eta, nanos: 0))
+    WireSize.lengthDelimited(locationSize, field: 11)
+      + WireSize.lengthDelimited(Self.int32ValueSize(remainingMeters), field: 12)
+      + WireSize.lengthDelimited(Self.timestampSize(seconds: eta, nanos: 0), field: 13)
   }
   /// The encoded update's size.
   var encodedSize: Int {
-    Self.messageFieldSize(tripSize) + Self.messageFieldSize(3) + (sequence != 0 ? 1 + Self.varintSize(sequence) : 0)
-      + Self.messageFieldSize(timeSize)
+    WireSize.lengthDelimited(tripSize, field: 1) + WireSize.lengthDelimited(LoadGenerator.updatedFields.count, field: 3)
+      + (sequence != 0 ? WireSize.uint64(sequence, field: 4) : 0) + WireSize.lengthDelimited(timeSize, field: 5)
   }
 
   private static func writeTimestamp(seconds: Int64, nanos: Int32, field: Int, to writer: inout WireWriter) {
@@ -241,8 +238,8 @@ struct LoadUpdateFields {
     Self.writeTimestamp(seconds: time.seconds, nanos: time.nanos, field: 4, to: &writer)
     Self.writeInt32Value(remainingMeters, field: 12, to: &writer)
     Self.writeTimestamp(seconds: eta, nanos: 0, field: 13, to: &writer)
-    writer.writeTag(3, .lengthDelimited)  // updated_fields, packed
-    writer.writeRawVarint(3)
+    writer.writeTag(3, .lengthDelimited)  // updated_fields, packed (each number one byte)
+    writer.writeRawVarint(UInt64(LoadGenerator.updatedFields.count))
     for number in LoadGenerator.updatedFields { writer.writeRawVarint(UInt64(number)) }
     if sequence != 0 { writer.writeUInt64(sequence, field: 4) }
     Self.writeTimestamp(seconds: time.seconds, nanos: time.nanos, field: 5, to: &writer)
