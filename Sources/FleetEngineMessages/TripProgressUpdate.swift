@@ -166,7 +166,7 @@ public struct TripProgressUpdate: Sendable, Hashable {
     var seen: UInt64 = 0
     while let tag = try reader.nextTag() {
       let number = tag.fieldNumber
-      guard number < 64, Self.progressFieldNumbers & (1 << UInt64(number)) != 0 else { return false }
+      guard Self.isProgressField(Int32(truncatingIfNeeded: number)) else { return false }
       switch number {
       case 10: numberOfPassengers = try reader.readInt32(tag)
       case 26: lastLocationSnappable = try reader.readBool(tag)

@@ -93,13 +93,7 @@ public final class TripSnapshot: @unchecked Sendable {
     self.values = values
   }
 
-  /// The Trip fields (by number) whose update ``mergeInPlace(_:)`` handles: last_location (11),
-  /// remaining_distance_meters (12), eta_to_first_waypoint (13), number_of_passengers (10),
-  /// last_location_snappable (26) and remaining_time_to_first_waypoint (27): the fields of a
-  /// vehicle's progress, which leave the routes, waypoints and stops alone.
-  package static let progressFields: UInt64 = TripProgressUpdate.progressFieldNumbers
-
-  /// Merges a partial update that names only ``progressFields`` into this snapshot's own storage
+  /// Merges a partial update that names only progress fields (`TripProgressUpdate.progressFieldNumbers`) into this snapshot's own storage
   /// (only while the caller holds the sole reference); returns what changed, or nil (nothing done)
   /// when the update names other fields. No copy of the trip, no allocation: what the update names
   /// is compared and assigned field by field, and the derived values those fields feed are recomputed.

@@ -209,7 +209,7 @@ func perform(
 func progressMask(_ fields: [Int32]) -> UInt64? {
   var mask: UInt64 = 0
   for number in fields {
-    guard (0..<64).contains(number), TripSnapshot.progressFields & 1 << UInt64(number) != 0 else { return nil }
+    guard TripProgressUpdate.isProgressField(number) else { return nil }
     mask |= 1 << UInt64(number)
   }
   return mask
