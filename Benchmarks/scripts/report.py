@@ -107,7 +107,7 @@ def main():
                     if len(values) > 1 and fmt(min(values), digits) != fmt(max(values), digits):
                         text += f" ({fmt(min(values), digits)}–{fmt(max(values), digits)})"
                     return text
-                if runs and all(r.get("stoppedAtMemoryCap") for r in runs):
+                if stopped_at_cap(runs):
                     gib = max(r["rssBytes"] for r in runs) / (1 << 30)
                     started = max(r["tripsStarted"] for r in runs)
                     lines.append(
@@ -187,6 +187,11 @@ def runs_of(s, kind):
     return runs or [c for c in s["clients"] if c["client"] == kind]
 
 
+def stopped_at_cap(runs):
+    """Whether every one of a client's runs stopped at its memory cap before following the trips."""
+    return bool(runs) and all(r.get("stoppedAtMemoryCap") for r in runs)
+
+
 def server_cpu_note(s):
     """The server's CPU per update (or per poll) from its stats line(s): one line per server, the median."""
     per = []
@@ -252,7 +257,7 @@ def e2e_targets(e2e, targets):
         poll = s.get("mode") == "poll"
         ours = client(e2e, s["trips"], s.get("rate"), "journeysharing-poll" if poll else "journeysharing", s.get("mode") or "stream")
         theirs = client(e2e, s["trips"], s.get("rate"), "grpc-swift-poll" if poll else "grpc-swift", s.get("mode") or "stream")
-        if ours and theirs and theirs.get("stoppedAtMemoryCap"):
+        if ours and theirs and stopped_at_cap(runs_of(s, theirs["client"])):
             gib = theirs["rssBytes"] / (1 << 30)
             targets.append(f"| {s['trips']:,} trips, {scenario_mode(s)}: ≥ 3× less client CPU per update than grpc-swift-2 | "
                            f"no ratio: grpc-swift-2 stopped at {gib:.1f} GiB resident (its cap) with "
@@ -291,7 +296,7 @@ def plot(e2e):
                 if c["client"] != kind:
                     continue
                 runs = runs_of(s, kind)
-                if runs and all(r.get("stoppedAtMemoryCap") for r in runs):
+                if stopped_at_cap(runs):
                     continue  # no trip followed: nothing to plot (the table says how far it got)
 
                 def spread(key, scale=1.0):

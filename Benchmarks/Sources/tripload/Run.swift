@@ -253,12 +253,7 @@ struct RunCommand: AsyncParsableCommand {
       requestsPerSecond: rate, payloadBytes: payload, output: summary)
   }
 
-  func which(_ name: String) -> String? {
-    do { return try tripload.which(name) } catch {
-      progress("\(name): \(error)")
-      return nil
-    }
-  }
+  func which(_ name: String) -> String? { try? tripload.which(name) }
 
 }
 
