@@ -24,6 +24,27 @@ extension Trip {
     19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35,
   ]
 
+  /// ``fieldNumbers`` as a bit set: bit n for field n.
+  public static let allFieldBits: UInt64 = fieldNumbers.reduce(0) { $0 | 1 << UInt64($1) }
+
+  /// `numbers` as a bit set (bit n for field n); numbers Trip does not declare are left out.
+  public static func fieldBits(_ numbers: some Sequence<Int32>) -> UInt64 {
+    var bits: UInt64 = 0
+    for number in numbers where number > 0 && number < 64 { bits |= 1 << UInt64(number) }
+    return bits & allFieldBits
+  }
+
+  /// The numbers of the fields in `bits`, ascending.
+  public static func fieldNumbers(inBits bits: UInt64) -> [Int32] {
+    var numbers: [Int32] = []
+    var rest = bits & allFieldBits
+    while rest != 0 {
+      numbers.append(Int32(rest.trailingZeroBitCount))
+      rest &= rest - 1
+    }
+    return numbers
+  }
+
   /// Whether field `number` is set; `false` for a number Trip does not declare.
   public func hasField(_ number: Int32) -> Bool {
     switch number {
@@ -120,6 +141,13 @@ extension Trip {
     for number in Self.fieldNumbers where !fieldEquals(number, old) {
       changed.append(number)
     }
+    return changed
+  }
+
+  /// ``changedFields(from:)`` as a bit set (bit n for field n).
+  public func changedFieldBits(from old: Trip) -> UInt64 {
+    var changed: UInt64 = 0
+    for number in Self.fieldNumbers where !fieldEquals(number, old) { changed |= 1 << UInt64(number) }
     return changed
   }
 

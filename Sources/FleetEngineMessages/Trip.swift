@@ -734,81 +734,91 @@ public struct Trip: ProtoMessage, Hashable {
     }
   }
 
-  public func encodedSize() -> Int {
-    var size = unknownFields.count
-    if !name.isEmpty { size += WireSize.string(name, field: 1) }
-    if !vehicleId.isEmpty { size += WireSize.string(vehicleId, field: 2) }
-    if tripStatus.rawValue != 0 { size += WireSize.enum(tripStatus, field: 3) }
-    if tripType.rawValue != 0 { size += WireSize.enum(tripType, field: 4) }
-    if let pickupPoint { size += WireSize.message(pickupPoint, field: 5) }
-    if let pickupTime { size += WireSize.message(pickupTime, field: 6) }
-    if let dropoffPoint { size += WireSize.message(dropoffPoint, field: 7) }
-    if let dropoffTime { size += WireSize.message(dropoffTime, field: 8) }
-    size += WireSize.repeatedMessage(route, field: 9)
-    if numberOfPassengers != 0 { size += WireSize.int32(numberOfPassengers, field: 10) }
-    if let lastLocation { size += WireSize.message(lastLocation, field: 11) }
-    if let remainingDistanceMeters { size += WireSize.message(remainingDistanceMeters, field: 12) }
-    if let etaToFirstWaypoint { size += WireSize.message(etaToFirstWaypoint, field: 13) }
-    size += WireSize.repeatedMessage(intermediateDestinations, field: 14)
-    if intermediateDestinationIndex != 0 { size += WireSize.int32(intermediateDestinationIndex, field: 15) }
-    size += WireSize.repeatedMessage(remainingWaypoints, field: 16)
-    if let currentRouteSegmentVersion { size += WireSize.message(currentRouteSegmentVersion, field: 17) }
-    if let remainingWaypointsVersion { size += WireSize.message(remainingWaypointsVersion, field: 19) }
-    size += WireSize.repeatedMessage(vehicleWaypoints, field: 20)
-    if !currentRouteSegment.isEmpty { size += WireSize.string(currentRouteSegment, field: 21) }
-    if let actualPickupPoint { size += WireSize.message(actualPickupPoint, field: 22) }
-    if let actualDropoffPoint { size += WireSize.message(actualDropoffPoint, field: 23) }
-    if let currentRouteSegmentEndPoint { size += WireSize.message(currentRouteSegmentEndPoint, field: 24) }
-    if let intermediateDestinationsVersion { size += WireSize.message(intermediateDestinationsVersion, field: 25) }
-    if lastLocationSnappable { size += WireSize.bool(lastLocationSnappable, field: 26) }
-    if let remainingTimeToFirstWaypoint { size += WireSize.message(remainingTimeToFirstWaypoint, field: 27) }
-    if let currentRouteSegmentTraffic { size += WireSize.message(currentRouteSegmentTraffic, field: 28) }
-    if let remainingWaypointsRouteVersion { size += WireSize.message(remainingWaypointsRouteVersion, field: 29) }
-    if let currentRouteSegmentTrafficVersion { size += WireSize.message(currentRouteSegmentTrafficVersion, field: 30) }
-    if view.rawValue != 0 { size += WireSize.enum(view, field: 31) }
-    if let actualPickupArrivalPoint { size += WireSize.message(actualPickupArrivalPoint, field: 32) }
-    size += WireSize.repeatedMessage(actualIntermediateDestinationArrivalPoints, field: 33)
-    size += WireSize.repeatedMessage(actualIntermediateDestinations, field: 34)
-    size += WireSize.repeatedMessage(attributes, field: 35)
+  public func encodedSize() -> Int { encodedSize(fields: Self.allFieldBits, includingUnknownFields: true) }
+
+  public func encodeFields(to writer: inout WireWriter) {
+    encodeFields(Self.allFieldBits, includingUnknownFields: true, to: &writer)
+  }
+
+  /// The size of the encoding of the fields in `fields` (bit n: field n), and of the unknown fields when
+  /// `includingUnknownFields`: the size of a projection's encoding, without building the projection.
+  public func encodedSize(fields: UInt64, includingUnknownFields: Bool) -> Int {
+    var size = includingUnknownFields ? unknownFields.count : 0
+    if fields & (1 << 1) != 0, !name.isEmpty { size += WireSize.string(name, field: 1) }
+    if fields & (1 << 2) != 0, !vehicleId.isEmpty { size += WireSize.string(vehicleId, field: 2) }
+    if fields & (1 << 3) != 0, tripStatus.rawValue != 0 { size += WireSize.enum(tripStatus, field: 3) }
+    if fields & (1 << 4) != 0, tripType.rawValue != 0 { size += WireSize.enum(tripType, field: 4) }
+    if fields & (1 << 5) != 0, let pickupPoint { size += WireSize.message(pickupPoint, field: 5) }
+    if fields & (1 << 6) != 0, let pickupTime { size += WireSize.message(pickupTime, field: 6) }
+    if fields & (1 << 7) != 0, let dropoffPoint { size += WireSize.message(dropoffPoint, field: 7) }
+    if fields & (1 << 8) != 0, let dropoffTime { size += WireSize.message(dropoffTime, field: 8) }
+    if fields & (1 << 9) != 0 { size += WireSize.repeatedMessage(route, field: 9) }
+    if fields & (1 << 10) != 0, numberOfPassengers != 0 { size += WireSize.int32(numberOfPassengers, field: 10) }
+    if fields & (1 << 11) != 0, let lastLocation { size += WireSize.message(lastLocation, field: 11) }
+    if fields & (1 << 12) != 0, let remainingDistanceMeters { size += WireSize.message(remainingDistanceMeters, field: 12) }
+    if fields & (1 << 13) != 0, let etaToFirstWaypoint { size += WireSize.message(etaToFirstWaypoint, field: 13) }
+    if fields & (1 << 14) != 0 { size += WireSize.repeatedMessage(intermediateDestinations, field: 14) }
+    if fields & (1 << 15) != 0, intermediateDestinationIndex != 0 { size += WireSize.int32(intermediateDestinationIndex, field: 15) }
+    if fields & (1 << 16) != 0 { size += WireSize.repeatedMessage(remainingWaypoints, field: 16) }
+    if fields & (1 << 17) != 0, let currentRouteSegmentVersion { size += WireSize.message(currentRouteSegmentVersion, field: 17) }
+    if fields & (1 << 19) != 0, let remainingWaypointsVersion { size += WireSize.message(remainingWaypointsVersion, field: 19) }
+    if fields & (1 << 20) != 0 { size += WireSize.repeatedMessage(vehicleWaypoints, field: 20) }
+    if fields & (1 << 21) != 0, !currentRouteSegment.isEmpty { size += WireSize.string(currentRouteSegment, field: 21) }
+    if fields & (1 << 22) != 0, let actualPickupPoint { size += WireSize.message(actualPickupPoint, field: 22) }
+    if fields & (1 << 23) != 0, let actualDropoffPoint { size += WireSize.message(actualDropoffPoint, field: 23) }
+    if fields & (1 << 24) != 0, let currentRouteSegmentEndPoint { size += WireSize.message(currentRouteSegmentEndPoint, field: 24) }
+    if fields & (1 << 25) != 0, let intermediateDestinationsVersion { size += WireSize.message(intermediateDestinationsVersion, field: 25) }
+    if fields & (1 << 26) != 0, lastLocationSnappable { size += WireSize.bool(lastLocationSnappable, field: 26) }
+    if fields & (1 << 27) != 0, let remainingTimeToFirstWaypoint { size += WireSize.message(remainingTimeToFirstWaypoint, field: 27) }
+    if fields & (1 << 28) != 0, let currentRouteSegmentTraffic { size += WireSize.message(currentRouteSegmentTraffic, field: 28) }
+    if fields & (1 << 29) != 0, let remainingWaypointsRouteVersion { size += WireSize.message(remainingWaypointsRouteVersion, field: 29) }
+    if fields & (1 << 30) != 0, let currentRouteSegmentTrafficVersion { size += WireSize.message(currentRouteSegmentTrafficVersion, field: 30) }
+    if fields & (1 << 31) != 0, view.rawValue != 0 { size += WireSize.enum(view, field: 31) }
+    if fields & (1 << 32) != 0, let actualPickupArrivalPoint { size += WireSize.message(actualPickupArrivalPoint, field: 32) }
+    if fields & (1 << 33) != 0 { size += WireSize.repeatedMessage(actualIntermediateDestinationArrivalPoints, field: 33) }
+    if fields & (1 << 34) != 0 { size += WireSize.repeatedMessage(actualIntermediateDestinations, field: 34) }
+    if fields & (1 << 35) != 0 { size += WireSize.repeatedMessage(attributes, field: 35) }
     return size
   }
 
-  public func encodeFields(to writer: inout WireWriter) {
-    if !name.isEmpty { writer.writeString(name, field: 1) }
-    if !vehicleId.isEmpty { writer.writeString(vehicleId, field: 2) }
-    if tripStatus.rawValue != 0 { writer.writeEnum(tripStatus, field: 3) }
-    if tripType.rawValue != 0 { writer.writeEnum(tripType, field: 4) }
-    if let pickupPoint { writer.writeMessage(pickupPoint, field: 5) }
-    if let pickupTime { writer.writeMessage(pickupTime, field: 6) }
-    if let dropoffPoint { writer.writeMessage(dropoffPoint, field: 7) }
-    if let dropoffTime { writer.writeMessage(dropoffTime, field: 8) }
-    writer.writeRepeatedMessage(route, field: 9)
-    if numberOfPassengers != 0 { writer.writeInt32(numberOfPassengers, field: 10) }
-    if let lastLocation { writer.writeMessage(lastLocation, field: 11) }
-    if let remainingDistanceMeters { writer.writeMessage(remainingDistanceMeters, field: 12) }
-    if let etaToFirstWaypoint { writer.writeMessage(etaToFirstWaypoint, field: 13) }
-    writer.writeRepeatedMessage(intermediateDestinations, field: 14)
-    if intermediateDestinationIndex != 0 { writer.writeInt32(intermediateDestinationIndex, field: 15) }
-    writer.writeRepeatedMessage(remainingWaypoints, field: 16)
-    if let currentRouteSegmentVersion { writer.writeMessage(currentRouteSegmentVersion, field: 17) }
-    if let remainingWaypointsVersion { writer.writeMessage(remainingWaypointsVersion, field: 19) }
-    writer.writeRepeatedMessage(vehicleWaypoints, field: 20)
-    if !currentRouteSegment.isEmpty { writer.writeString(currentRouteSegment, field: 21) }
-    if let actualPickupPoint { writer.writeMessage(actualPickupPoint, field: 22) }
-    if let actualDropoffPoint { writer.writeMessage(actualDropoffPoint, field: 23) }
-    if let currentRouteSegmentEndPoint { writer.writeMessage(currentRouteSegmentEndPoint, field: 24) }
-    if let intermediateDestinationsVersion { writer.writeMessage(intermediateDestinationsVersion, field: 25) }
-    if lastLocationSnappable { writer.writeBool(lastLocationSnappable, field: 26) }
-    if let remainingTimeToFirstWaypoint { writer.writeMessage(remainingTimeToFirstWaypoint, field: 27) }
-    if let currentRouteSegmentTraffic { writer.writeMessage(currentRouteSegmentTraffic, field: 28) }
-    if let remainingWaypointsRouteVersion { writer.writeMessage(remainingWaypointsRouteVersion, field: 29) }
-    if let currentRouteSegmentTrafficVersion { writer.writeMessage(currentRouteSegmentTrafficVersion, field: 30) }
-    if view.rawValue != 0 { writer.writeEnum(view, field: 31) }
-    if let actualPickupArrivalPoint { writer.writeMessage(actualPickupArrivalPoint, field: 32) }
-    writer.writeRepeatedMessage(actualIntermediateDestinationArrivalPoints, field: 33)
-    writer.writeRepeatedMessage(actualIntermediateDestinations, field: 34)
-    writer.writeRepeatedMessage(attributes, field: 35)
-    writer.writeUnknown(unknownFields)
+  /// Encodes the fields in `fields` (bit n: field n) that are set, then the unknown fields when
+  /// `includingUnknownFields`: the encoding of `projected(onto:)` those fields, without building it.
+  public func encodeFields(_ fields: UInt64, includingUnknownFields: Bool, to writer: inout WireWriter) {
+    if fields & (1 << 1) != 0, !name.isEmpty { writer.writeString(name, field: 1) }
+    if fields & (1 << 2) != 0, !vehicleId.isEmpty { writer.writeString(vehicleId, field: 2) }
+    if fields & (1 << 3) != 0, tripStatus.rawValue != 0 { writer.writeEnum(tripStatus, field: 3) }
+    if fields & (1 << 4) != 0, tripType.rawValue != 0 { writer.writeEnum(tripType, field: 4) }
+    if fields & (1 << 5) != 0, let pickupPoint { writer.writeMessage(pickupPoint, field: 5) }
+    if fields & (1 << 6) != 0, let pickupTime { writer.writeMessage(pickupTime, field: 6) }
+    if fields & (1 << 7) != 0, let dropoffPoint { writer.writeMessage(dropoffPoint, field: 7) }
+    if fields & (1 << 8) != 0, let dropoffTime { writer.writeMessage(dropoffTime, field: 8) }
+    if fields & (1 << 9) != 0 { writer.writeRepeatedMessage(route, field: 9) }
+    if fields & (1 << 10) != 0, numberOfPassengers != 0 { writer.writeInt32(numberOfPassengers, field: 10) }
+    if fields & (1 << 11) != 0, let lastLocation { writer.writeMessage(lastLocation, field: 11) }
+    if fields & (1 << 12) != 0, let remainingDistanceMeters { writer.writeMessage(remainingDistanceMeters, field: 12) }
+    if fields & (1 << 13) != 0, let etaToFirstWaypoint { writer.writeMessage(etaToFirstWaypoint, field: 13) }
+    if fields & (1 << 14) != 0 { writer.writeRepeatedMessage(intermediateDestinations, field: 14) }
+    if fields & (1 << 15) != 0, intermediateDestinationIndex != 0 { writer.writeInt32(intermediateDestinationIndex, field: 15) }
+    if fields & (1 << 16) != 0 { writer.writeRepeatedMessage(remainingWaypoints, field: 16) }
+    if fields & (1 << 17) != 0, let currentRouteSegmentVersion { writer.writeMessage(currentRouteSegmentVersion, field: 17) }
+    if fields & (1 << 19) != 0, let remainingWaypointsVersion { writer.writeMessage(remainingWaypointsVersion, field: 19) }
+    if fields & (1 << 20) != 0 { writer.writeRepeatedMessage(vehicleWaypoints, field: 20) }
+    if fields & (1 << 21) != 0, !currentRouteSegment.isEmpty { writer.writeString(currentRouteSegment, field: 21) }
+    if fields & (1 << 22) != 0, let actualPickupPoint { writer.writeMessage(actualPickupPoint, field: 22) }
+    if fields & (1 << 23) != 0, let actualDropoffPoint { writer.writeMessage(actualDropoffPoint, field: 23) }
+    if fields & (1 << 24) != 0, let currentRouteSegmentEndPoint { writer.writeMessage(currentRouteSegmentEndPoint, field: 24) }
+    if fields & (1 << 25) != 0, let intermediateDestinationsVersion { writer.writeMessage(intermediateDestinationsVersion, field: 25) }
+    if fields & (1 << 26) != 0, lastLocationSnappable { writer.writeBool(lastLocationSnappable, field: 26) }
+    if fields & (1 << 27) != 0, let remainingTimeToFirstWaypoint { writer.writeMessage(remainingTimeToFirstWaypoint, field: 27) }
+    if fields & (1 << 28) != 0, let currentRouteSegmentTraffic { writer.writeMessage(currentRouteSegmentTraffic, field: 28) }
+    if fields & (1 << 29) != 0, let remainingWaypointsRouteVersion { writer.writeMessage(remainingWaypointsRouteVersion, field: 29) }
+    if fields & (1 << 30) != 0, let currentRouteSegmentTrafficVersion { writer.writeMessage(currentRouteSegmentTrafficVersion, field: 30) }
+    if fields & (1 << 31) != 0, view.rawValue != 0 { writer.writeEnum(view, field: 31) }
+    if fields & (1 << 32) != 0, let actualPickupArrivalPoint { writer.writeMessage(actualPickupArrivalPoint, field: 32) }
+    if fields & (1 << 33) != 0 { writer.writeRepeatedMessage(actualIntermediateDestinationArrivalPoints, field: 33) }
+    if fields & (1 << 34) != 0 { writer.writeRepeatedMessage(actualIntermediateDestinations, field: 34) }
+    if fields & (1 << 35) != 0 { writer.writeRepeatedMessage(attributes, field: 35) }
+    if includingUnknownFields { writer.writeUnknown(unknownFields) }
   }
 }
 

@@ -7,6 +7,7 @@ extension StreamTripRequest: ProtoJSONEncodable {
     writer.stringField("name", name)
     writer.enumField("view", view)
     writer.enumField("route_format_type", routeFormatType)
+    writer.uint64Field("after_sequence", afterSequence)
     writer.endObject()
   }
 }
@@ -19,6 +20,7 @@ extension TripUpdate: ProtoJSONEncodable {
     writer.repeatedInt32Field("updated_fields", updatedFields)
     writer.uint64Field("sequence", sequence)
     writer.messageField("send_time", sendTime)
+    writer.boolField("discontinuity", discontinuity)
     writer.endObject()
   }
 }

@@ -18,6 +18,8 @@ public struct StreamTripRequest: ProtoMessage, Hashable {
   public var view: TripView = .tripViewUnspecified
   /// `route_format_type` (field 4): the route format, as in `GetTripRequest.route_format_type`.
   public var routeFormatType: PolylineFormatType = .unknownFormatType
+  /// `after_sequence` (field 5): resume after the update with this `sequence` (0: send the whole trip).
+  public var afterSequence: UInt64 = 0
   public var unknownFields = UnknownFields()
 
   public init() {}
@@ -29,6 +31,7 @@ public struct StreamTripRequest: ProtoMessage, Hashable {
       case 2: name = try reader.readString(tag)
       case 3: view = try reader.readEnum(tag)
       case 4: routeFormatType = try reader.readEnum(tag)
+      case 5: afterSequence = try reader.readUInt64(tag)
       default: try reader.skipField(tag, into: &unknownFields)
       }
     }
@@ -40,6 +43,7 @@ public struct StreamTripRequest: ProtoMessage, Hashable {
     if !name.isEmpty { size += WireSize.string(name, field: 2) }
     if view.rawValue != 0 { size += WireSize.enum(view, field: 3) }
     if routeFormatType.rawValue != 0 { size += WireSize.enum(routeFormatType, field: 4) }
+    if afterSequence != 0 { size += WireSize.uint64(afterSequence, field: 5) }
     return size
   }
 
@@ -48,6 +52,7 @@ public struct StreamTripRequest: ProtoMessage, Hashable {
     if !name.isEmpty { writer.writeString(name, field: 2) }
     if view.rawValue != 0 { writer.writeEnum(view, field: 3) }
     if routeFormatType.rawValue != 0 { writer.writeEnum(routeFormatType, field: 4) }
+    if afterSequence != 0 { writer.writeUInt64(afterSequence, field: 5) }
     writer.writeUnknown(unknownFields)
   }
 }
@@ -63,10 +68,14 @@ public struct TripUpdate: ProtoMessage, Hashable {
   /// `updated_fields` (field 3): the `Trip` field numbers this update replaces (ignored when `full_trip` is set);
   /// written packed, read packed or not.
   public var updatedFields: [Int32] = []
-  /// `sequence` (field 4): the position of this update on its stream, 1 for the first.
+  /// `sequence` (field 4): the position of this update in the trip's history; it grows from one update to the
+  /// next (FleetSim counts each stream's updates from 1; a relay numbers them by their place in its stream).
   public var sequence: UInt64 = 0
   /// `send_time` (field 5): when the server sent this update, for measuring delivery latency.
   public var sendTime: Timestamp?
+  /// `discontinuity` (field 6): a whole trip sent in place of updates the server no longer has (a resume
+  /// point too old): updates were merged.
+  public var discontinuity: Bool = false
   public var unknownFields = UnknownFields()
 
   public init() {}
@@ -79,6 +88,7 @@ public struct TripUpdate: ProtoMessage, Hashable {
       case 3: try reader.readRepeatedInt32(tag, into: &updatedFields)
       case 4: sequence = try reader.readUInt64(tag)
       case 5: try reader.readMessage(tag, into: &sendTime)
+      case 6: discontinuity = try reader.readBool(tag)
       default: try reader.skipField(tag, into: &unknownFields)
       }
     }
@@ -91,6 +101,7 @@ public struct TripUpdate: ProtoMessage, Hashable {
     size += WireSize.packedInt32(updatedFields, field: 3)
     if sequence != 0 { size += WireSize.uint64(sequence, field: 4) }
     if let sendTime { size += WireSize.message(sendTime, field: 5) }
+    if discontinuity { size += WireSize.bool(discontinuity, field: 6) }
     return size
   }
 
@@ -100,6 +111,7 @@ public struct TripUpdate: ProtoMessage, Hashable {
     writer.writePackedInt32(updatedFields, field: 3)
     if sequence != 0 { writer.writeUInt64(sequence, field: 4) }
     if let sendTime { writer.writeMessage(sendTime, field: 5) }
+    if discontinuity { writer.writeBool(discontinuity, field: 6) }
     writer.writeUnknown(unknownFields)
   }
 }

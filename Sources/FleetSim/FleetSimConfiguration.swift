@@ -2,6 +2,7 @@
 
 import FleetEngineMessages
 public import GRPCProtocol
+import JSONWebToken
 
 /// How FleetSim runs: the simulated trips, the update rate, auth and faults.
 public struct FleetSimConfiguration: Sendable {
@@ -52,6 +53,17 @@ public struct FleetSimConfiguration: Sendable {
       self.key = key
       self.audience = audience
       self.expectedIssuer = expectedIssuer
+    }
+
+    /// The package's consumer-token check for this configuration.
+    var verifier: ConsumerTokenVerifier {
+      let verificationKey: JWTVerificationKey
+      switch key {
+      case .hs256(let secret): verificationKey = .hs256(secret: secret)
+      case .rs256(let pem): verificationKey = .rs256(publicKeyPEM: pem)
+      }
+      return ConsumerTokenVerifier(
+        keys: [ConsumerTokenVerifier.Key(verificationKey)], audience: audience, expectedIssuer: expectedIssuer)
     }
 
     /// HS256 tokens signed with `secret`.

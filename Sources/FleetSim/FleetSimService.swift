@@ -25,14 +25,13 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     let call: any GRPCServerCallContext
     let index: Int
     let routeFormat: PolylineFormatType
-    var last: Trip
-    var sequence: UInt64 = 0
+    /// What the stream sent: the trip first, then the fields that changed.
+    var writer = TripStreamWriter.Stream()
 
-    init(call: any GRPCServerCallContext, index: Int, routeFormat: PolylineFormatType, last: Trip) {
+    init(call: any GRPCServerCallContext, index: Int, routeFormat: PolylineFormatType) {
       self.call = call
       self.index = index
       self.routeFormat = routeFormat
-      self.last = last
     }
   }
 
@@ -171,67 +170,15 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     case refused(GRPCStatus)
   }
 
-  /// Checks `authorization: Bearer <JWT>` as ``FleetSimConfiguration/Auth`` describes; returns the
-  /// token's trip ID claim.
+  /// Checks `authorization: Bearer <JWT>` as ``FleetSimConfiguration/Auth`` describes (the package's one
+  /// consumer-token check, `ConsumerTokenVerifier`); returns the token's trip ID claim.
   private func authenticate(_ call: any GRPCServerCallContext, _ auth: FleetSimConfiguration.Auth) -> AuthOutcome {
-    guard let header = call.requestMetadata.first("authorization") else {
-      return .refused(GRPCStatus(code: .unauthenticated, message: "missing authorization header"))
+    switch auth.verifier.verify(
+      authorizationHeader: call.requestMetadata.first("authorization"), now: call.scheduler.unixTime)
+    {
+    case .success(let grant): return .granted(tripID: grant.tripID)
+    case .failure(let refusal): return .refused(GRPCStatus(code: .unauthenticated, message: refusal.message))
     }
-    let prefix = "Bearer "
-    guard header.hasPrefix(prefix) else {
-      return .refused(GRPCStatus(code: .unauthenticated, message: "authorization must be a Bearer token"))
-    }
-    let key: JWTVerificationKey
-    switch auth.key {
-    case .hs256(let secret): key = .hs256(secret: secret)
-    case .rs256(let pem): key = .rs256(publicKeyPEM: pem)
-    }
-    let token: JSONWebToken
-    do {
-      token = try JSONWebToken(parsing: String(header.dropFirst(prefix.count)))
-      try token.verify(with: key)
-    } catch {
-      // The JWT error text never contains the token.
-      return .refused(GRPCStatus(code: .unauthenticated, message: "invalid token: \(error)"))
-    }
-    if let failed = Self.claimCheckFailure(token.claims, auth, now: call.scheduler.unixTime) {
-      return .refused(GRPCStatus(code: .unauthenticated, message: "invalid token: \(failed)"))
-    }
-    guard let tripID = token.claims.tripID else {
-      return .refused(GRPCStatus(code: .unauthenticated, message: "the token carries no authorization.tripid claim"))
-    }
-    return .granted(tripID: tripID)
-  }
-
-  /// The first claim check of ``FleetSimConfiguration/Auth`` that `claims` fail at `now` (Unix
-  /// seconds), as a sentence naming it; `nil` when they pass them all. Quotes only the configuration
-  /// and numbers, never a claim's text.
-  static func claimCheckFailure(_ claims: JWTClaims, _ auth: FleetSimConfiguration.Auth, now: Double) -> String? {
-    typealias Auth = FleetSimConfiguration.Auth
-    if claims.audience.isEmpty { return "the token has no aud claim" }
-    guard claims.audience == [auth.audience] else { return "the token's aud is not \"\(auth.audience)\"" }
-    guard let issuer = claims.issuer, !issuer.isEmpty else { return "the token has no iss claim" }
-    guard let subject = claims.subject, !subject.isEmpty else { return "the token has no sub claim" }
-    guard issuer == subject else { return "the token's iss and sub differ" }
-    if let expected = auth.expectedIssuer, issuer != expected {
-      return "the token's iss is not the expected issuer \"\(expected)\""
-    }
-    guard let issuedAt = claims.issuedAt else { return "the token has no iat claim" }
-    guard let expiresAt = claims.expiresAt else { return "the token has no exp claim" }
-    // Written so that a NaN fails every check instead of passing it.
-    let lifetime = expiresAt - issuedAt
-    guard lifetime <= Auth.maxLifetime else {
-      let seconds = lifetime < 1e15 ? String(Int64(lifetime.rounded(.up))) : "more than 10^15"
-      return "the token's lifetime (exp - iat) is \(seconds) s, more than \(Int(Auth.maxLifetime)) s"
-    }
-    guard issuedAt <= now + Auth.leeway else {
-      return "the token's iat is more than \(Int(Auth.leeway)) s in the future"
-    }
-    guard now < expiresAt + Auth.leeway else { return "the token has expired (exp has passed)" }
-    if let notBefore = claims.notBefore, !(now + Auth.leeway >= notBefore) {
-      return "the token is not valid yet (nbf is in the future)"
-    }
-    return nil
   }
 
   // MARK: - Unary GetTrip
@@ -298,11 +245,9 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
         index: index, atSimulatedSeconds: simulator.simulatedSeconds(atUnixTime: now),
         routeFormat: request.routeFormatType)
       : loadFirstTrip(index: index, name: request.name, routeFormat: request.routeFormatType, now: now)
-    let stream = FollowedStream(call: call, index: index, routeFormat: request.routeFormatType, last: trip)
-    var first = TripUpdate()
-    first.trip = trip
-    first.fullTrip = true
-    send(first, on: stream, now: now)
+    // A simulator keeps no history: a request to resume (`after_sequence`) gets the whole trip too.
+    let stream = FollowedStream(call: call, index: index, routeFormat: request.routeFormatType)
+    send(trip, on: stream, now: now)
     if let load {
       // Load generation: small updates until the client cancels.
       let key = ObjectIdentifier(call as AnyObject)
@@ -312,7 +257,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
         guard let self, self.loadStreams.removeValue(forKey: key) != nil else { return }
         self.streamsOpenChanged(by: -1)
       }
-      load.add(call, trip: trip, sequence: stream.sequence)
+      load.add(call, trip: trip, sequence: stream.writer.sequence)
       return
     }
     if Self.isFinal(trip) {
@@ -362,12 +307,15 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     return trip
   }
 
-  private func send(_ update: TripUpdate, on stream: FollowedStream, now: Double) {
-    var update = update
-    stream.sequence += 1
-    update.sequence = stream.sequence
-    update.sendTime = Timestamp(unixTime: now)
-    stream.call.send(update.serializedBytes())
+  /// Sends what changed in `trip` since the stream's last message (the whole trip first); nothing when
+  /// nothing did.
+  private func send(_ trip: Trip, on stream: FollowedStream, now: Double) {
+    guard let message = stream.writer.next(trip, sendTime: Timestamp(unixTime: now)) else { return }
+    sent(message, on: stream)
+  }
+
+  private func sent(_ message: [UInt8], on stream: FollowedStream) {
+    stream.call.send(message)
     counters.updatesSent += 1
     metrics.updatesSent.increment()
   }
@@ -405,8 +353,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
         continue
       }
       let trip = simulator.trip(index: stream.index, atSimulatedSeconds: seconds, routeFormat: stream.routeFormat)
-      let changed = trip.changedFields(from: stream.last)
-      if !changed.isEmpty {
+      if let message = stream.writer.next(trip, sendTime: Timestamp(unixTime: now)) {
         if faults.streamResetRate > 0, Double.random(in: 0..<1, using: &random) < faults.streamResetRate {
           counters.injectedResets += 1
           metrics.countFault(.reset)
@@ -415,11 +362,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
           stream.call.reset(errorCode: 8)  // CANCEL: the client sees CANCELLED and follows again.
           continue
         }
-        var update = TripUpdate()
-        update.trip = trip.projected(onto: changed)
-        update.updatedFields = changed
-        stream.last = trip
-        send(update, on: stream, now: now)
+        sent(message, on: stream)
       }
       if Self.isFinal(trip) {
         streams[key] = nil

@@ -86,6 +86,15 @@ enum Signatures {
 
   // MARK: - Keys
 
+  /// Throws unless `pem` holds an RSA public key (or certificate) of at least 2048 bits: for checking keys
+  /// once, when they are configured.
+  static func checkPublicKey(_ pem: String) throws(JWTError) {
+    defer { ERR_clear_error() }
+    let key = try loadPublicKey(pem)
+    defer { EVP_PKEY_free(key) }
+    try checkRSA(key)
+  }
+
   /// Rejects keys other than RSA (PKCS#1 v1.5 with SHA-256 is RSA-only) and moduli under 2048 bits.
   private static func checkRSA(_ key: OpaquePointer) throws(JWTError) {
     guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {

@@ -42,7 +42,7 @@ package final class JetStream: Sendable {
     handle = try JetStreamHandle(connection: connection.handle, configuration: configuration)
   }
 
-  private var pool: BlockingThreadPool { .shared }
+  var pool: BlockingThreadPool { .shared }
 
   // MARK: - Streams
 

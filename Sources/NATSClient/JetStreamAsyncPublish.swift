@@ -106,19 +106,5 @@ let asyncPublishTrackers = CallbackRegistry<AsyncPublishTracker>()
 let asyncPublishAckHandler: jsPubAckHandler = { _, message, ack, failure, closure in
   defer { natsMsg_Destroy(message) }
   guard let message, let tracker = asyncPublishTrackers.target(for: closure) else { return }
-  let result: Result<JetStream.PubAck, NATSError>
-  if let ack {
-    result = .success(JetStream.PubAck(native: ack.pointee))
-  } else if let failure {
-    let text = string(failure.pointee.ErrText) ?? String(cString: natsStatus_GetText(failure.pointee.Err))
-    let subject = string(natsMsg_GetSubject(message)) ?? "?"
-    result = .failure(
-      NATSError(
-        code: NATSError.Code(rawValue: failure.pointee.Err.rawValue),
-        jetStreamCode: Int(failure.pointee.ErrCode.rawValue),
-        message: "publish to \(subject): \(text)"))
-  } else {
-    result = .failure(NATSError(code: .generic, message: "publish: libnats reported neither an ack nor an error"))
-  }
-  tracker.complete(message, result)
+  tracker.complete(message, pubAckResult(message: message, ack: ack, failure: failure))
 }

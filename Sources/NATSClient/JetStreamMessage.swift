@@ -39,7 +39,7 @@ extension JetStream {
     package let headers: NATSHeaders
     /// Its stream and consumer position; nil only if the server's reply subject could not be parsed.
     package let metadata: MessageMetadata?
-    private let native: NativeMessage
+    let native: NativeMessage
 
     init(native pointer: OpaquePointer, subscription: SubscriptionHandle) {
       subject = string(natsMsg_GetSubject(pointer)) ?? ""
@@ -114,6 +114,9 @@ final class NativeMessage: @unchecked Sendable {
   private let subscription: SubscriptionHandle
   private let serializer = SerialLock()
 
+  /// The libnats message, for reading fields libnats never changes (subject, reply).
+  var pointerForReading: OpaquePointer { pointer }
+
   init(_ pointer: OpaquePointer, subscription: SubscriptionHandle) {
     self.pointer = pointer
     self.subscription = subscription
@@ -133,6 +136,106 @@ final class NativeMessage: @unchecked Sendable {
         let status = ack(self.pointer)
         try checkStatus(status, "\(kind) of \(string(natsMsg_GetSubject(self.pointer)) ?? "?")")
       }
+    }
+  }
+}
+
+extension JetStream.Message {
+  /// The reply subject JetStream delivered the message with (`$JS.ACK.…`): where acks go.
+  var ackSubject: String? { native.replySubject }
+}
+
+extension NativeMessage {
+  /// The message's reply subject.
+  var replySubject: String? { string(natsMsg_GetReply(pointerForReading)) }
+}
+
+extension JetStream {
+  /// Sends an in-progress ack (`+WPI`) for each of `messages` as a request, and waits (at most `timeout`) for
+  /// the server to answer each: a confirmed one reset the message's AckWait on the server when it arrived.
+  /// Returns, per message in order, whether its confirmation came. One round trip for the whole batch, on one
+  /// pool thread.
+  ///
+  /// A confirmation means the server received the ack, not that this subscriber still holds the delivery: a
+  /// consumer answers the acks of an earlier delivery of a message too.
+  package func inProgressConfirmed(_ messages: [Message], timeout: Duration) async -> [Bool] {
+    guard !messages.isEmpty else { return [] }
+    let connection = handle.connection
+    let subjects = messages.map(\.ackSubject)
+    return await pool.run { () -> [Bool] in
+      var confirmed = [Bool](repeating: false, count: subjects.count)
+      var inboxPointer: UnsafeMutablePointer<natsInbox>?
+      guard natsInbox_Create(&inboxPointer) == NATS_OK, let inboxPointer else { return confirmed }
+      defer { natsInbox_Destroy(inboxPointer) }
+      let inbox = String(cString: inboxPointer)
+      var subscription: OpaquePointer?
+      guard natsConnection_SubscribeSync(&subscription, connection.pointer, "\(inbox).*") == NATS_OK,
+        let subscription
+      else { return confirmed }
+      defer {
+        natsSubscription_Unsubscribe(subscription)
+        natsSubscription_Destroy(subscription)
+      }
+      natsSubscription_SetPendingLimits(subscription, -1, -1)
+      var expected = 0
+      for (index, subject) in subjects.enumerated() {
+        guard let subject else { continue }
+        if natsConnection_PublishRequestString(connection.pointer, subject, "\(inbox).\(index)", "+WPI") == NATS_OK {
+          expected += 1
+        }
+      }
+      guard expected > 0 else { return confirmed }
+      natsConnection_Flush(connection.pointer)
+      let deadline = ContinuousClock.now + timeout
+      var received = 0
+      while received < expected {
+        let left = ContinuousClock.now.duration(to: deadline)
+        guard left > .zero else { break }
+        var reply: OpaquePointer?
+        let status = natsSubscription_NextMsg(&reply, subscription, max(left.clampedMilliseconds, 1))
+        guard status == NATS_OK, let reply else { break }
+        if let subject = string(natsMsg_GetSubject(reply)),
+          let dot = subject.lastIndex(of: "."), let index = Int(subject[subject.index(after: dot)...]),
+          confirmed.indices.contains(index), !confirmed[index]
+        {
+          confirmed[index] = true
+          received += 1
+        }
+        natsMsg_Destroy(reply)
+      }
+      return confirmed
+    }
+  }
+
+  /// A message as a stream stores it (a get by sequence or by subject).
+  package struct StoredMessage: Sendable, Hashable {
+    /// The subject it was stored under.
+    package var subject: String
+    /// Its sequence in the stream.
+    package var sequence: UInt64
+    /// The payload.
+    package var data: [UInt8]
+    /// The headers.
+    package var headers: NATSHeaders
+  }
+
+  /// The last message `stream` stores on `subject`, or nil when it has none.
+  package func lastMessage(stream: String, subject: String) async throws(NATSError) -> StoredMessage? {
+    let handle = handle
+    return try await pool.run { () throws(NATSError) -> StoredMessage? in
+      let operation = "last message on \(subject) in \(stream)"
+      try validateName(stream, kind: "stream", operation: operation)
+      try validateSubject(subject, operation: operation)
+      var message: OpaquePointer?
+      var code = jsErrCode(rawValue: 0)
+      let status = js_GetLastMsg(&message, handle.pointer, stream, subject, nil, &code)
+      if status == NATS_NOT_FOUND || Int(code.rawValue) == NATSError.JetStreamCode.noMessageFound { return nil }
+      try checkStatus(status, jetStreamCode: code, operation)
+      guard let message else { return nil }
+      defer { natsMsg_Destroy(message) }
+      return StoredMessage(
+        subject: string(natsMsg_GetSubject(message)) ?? subject, sequence: natsMsg_GetSequence(message),
+        data: payload(of: message), headers: NATSClient.headers(of: message))
     }
   }
 }

@@ -84,7 +84,7 @@ package final class NATSConnection: Sendable {
       let handle = ConnectionHandle(connection.pointer, sinkID: id, sink: sink)
       logger.debug(
         "NATS connection made",
-        metadata: ["servers": "\(configuration.servers)", "name": "\(configuration.name ?? "")"])
+        metadata: ["servers": "\(configuration.redactedServers)", "name": "\(configuration.name ?? "")"])
       return NATSConnection(configuration: configuration, handle: handle, logger: logger)
     } catch {
       connectionEventSinks.remove(id)
@@ -104,9 +104,17 @@ package final class NATSConnection: Sendable {
     let arena = CStringArena()
     defer { arena.free() }
 
+    let (servers, credentials) = try configuration.resolved()
+    let urls = servers.map { "nats://\($0.host.contains(":") ? "[\($0.host)]" : $0.host):\($0.port)" }
     try checkStatus(
-      natsOptions_SetServers(options, arena.copyArray(configuration.servers), Int32(configuration.servers.count)),
-      "connect: servers \(configuration.servers)")
+      natsOptions_SetServers(options, arena.copyArray(urls), Int32(urls.count)),
+      "connect: servers \(servers.map(\.description))")
+    try credentials.apply(to: options)
+    if let tls = configuration.tls {
+      try tls.apply(to: options)
+    } else if servers.contains(where: { $0.scheme == "tls" }) {
+      try NATSTLSConfiguration().apply(to: options)
+    }
     if let name = configuration.name { try checkStatus(natsOptions_SetName(options, name), "connect: name") }
     try checkStatus(
       natsOptions_SetTimeout(options, configuration.connectTimeout.clampedMilliseconds), "connect: timeout")
@@ -157,7 +165,7 @@ package final class NATSConnection: Sendable {
       sink.setInitialState(.connecting)
       return connection
     }
-    try checkStatus(status, "connect to \(configuration.servers)")
+    try checkStatus(status, "connect to \(servers.map(\.description))")
     guard let connection else { throw NATSError(code: .noMemory, message: "connect: no connection") }
     sink.setInitialState(.connected)
     return connection
@@ -190,7 +198,7 @@ package final class NATSConnection: Sendable {
       var result: [String] = []
       for index in 0..<Int(count) {
         if let server = servers[index] {
-          result.append(String(cString: server))
+          result.append(NATSServerURL.redacted(String(cString: server)))
           free(server)
         }
       }
@@ -485,5 +493,7 @@ private func currentURL(_ connection: OpaquePointer) -> String? {
   }
   guard status == NATS_OK else { return nil }
   let url = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  return url.isEmpty ? nil : url
+  // Never with user information, whatever libnats kept (servers the cluster announced carry none, and
+  // configured ones are given without).
+  return url.isEmpty ? nil : NATSServerURL.redacted(url)
 }

@@ -16,9 +16,15 @@ package struct NATSConnectionConfiguration: Sendable, Hashable {
     case attempts(Int, wait: Duration)
   }
 
-  /// Server URLs, for example `nats://127.0.0.1:4222`; several for a cluster. libnats adds the cluster's
-  /// other members as the servers announce them.
+  /// Server URLs, for example `nats://127.0.0.1:4222` or `tls://nats.example.com:4222`; several for a
+  /// cluster. libnats adds the cluster's other members as the servers announce them. User information in a
+  /// URL (`nats://user:password@host`, `nats://token@host`) is taken out before libnats sees the URL and
+  /// used as the ``credentials`` (see ``NATSServerURL``), so it never appears in a log line or an error.
   package var servers: [String]
+  /// How the connection authenticates. Default: none, or what the URLs carry.
+  package var credentials: NATSCredentials = .none
+  /// TLS to the servers; nil unless a URL's scheme is `tls` (then TLS with the system's trust store).
+  package var tls: NATSTLSConfiguration?
   /// The connection's name, shown by the server (`/connz`) and in its logs.
   package var name: String?
   /// How long one attempt to connect to one server may take (TCP connect plus the first PING/PONG).
@@ -53,5 +59,19 @@ package struct NATSConnectionConfiguration: Sendable, Hashable {
   package init(servers: [String], name: String? = nil) {
     self.servers = servers
     self.name = name
+  }
+
+  /// The servers as they may be printed: `scheme://host:port`, never user information.
+  package var redactedServers: [String] { servers.map(NATSServerURL.redacted) }
+
+  /// The servers libnats connects to (without user information) and the credentials to use: ``credentials``,
+  /// or those the URLs carry (both at once is refused, as two answers to one question).
+  func resolved() throws(NATSError) -> (servers: [NATSServerURL], credentials: NATSCredentials) {
+    let (parsed, fromURLs) = try Self.servers(fromURLs: servers)
+    if fromURLs != .none && credentials != .none {
+      throw NATSError(
+        code: .invalidArgument, message: "connect: credentials given both in a server URL and as credentials")
+    }
+    return (parsed, credentials != .none ? credentials : fromURLs)
   }
 }

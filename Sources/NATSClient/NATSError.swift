@@ -136,3 +136,29 @@ func checkStatus(
 ) throws(NATSError) {
   guard status == NATS_OK else { throw NATSError(status, jetStreamCode: jetStreamCode, operation: operation()) }
 }
+
+extension NATSError {
+  /// The JetStream API error codes (`jsErrCode`) this package acts on, by name.
+  package enum JetStreamCode {
+    /// 10008: "JetStream system temporarily unavailable" (no meta leader yet, a leader election).
+    package static let clusterNotAvailable = Int(JSClusterNotAvailErr.rawValue)
+    /// 10014: the consumer does not exist.
+    package static let consumerNotFound = Int(JSConsumerNotFoundErr.rawValue)
+    /// 10037: no message matches (a get of the last message on a subject that has none).
+    package static let noMessageFound = Int(JSNoMessageFoundErr.rawValue)
+    /// 10059: the stream does not exist.
+    package static let streamNotFound = Int(JSStreamNotFoundErr.rawValue)
+    /// 10071: a publish's `Nats-Expected-Last-Sequence` or `Nats-Expected-Last-Subject-Sequence` did not
+    /// match what the stream holds.
+    package static let wrongLastSequence = Int(JSStreamWrongLastSequenceErr.rawValue)
+  }
+
+  /// Whether the error says that a stream, a consumer or a message does not exist.
+  package var isNotFound: Bool {
+    code == .notFound || jetStreamCode == JetStreamCode.streamNotFound
+      || jetStreamCode == JetStreamCode.consumerNotFound || jetStreamCode == JetStreamCode.noMessageFound
+  }
+
+  /// Whether a retry after a moment can heal it: ``isTransient``, or JetStream being briefly unavailable.
+  package var isRetryable: Bool { isTransient || jetStreamCode == JetStreamCode.clusterNotAvailable }
+}
