@@ -236,11 +236,19 @@ let targets: [Target] = [
     swiftSettings: defaultSwiftSettings
   ),
 
+  // gRPC's standard health service (grpc.health.v1): its messages and a server; FleetSim and the relay host it.
+  .target(
+    name: "GRPCHealth",
+    dependencies: ["GRPCProtocol", "ProtoWire"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
   .target(
     name: "FleetSim",
     dependencies: [
       "Primitives",
       "FleetEngineMessages",
+      "GRPCHealth",
       "GRPCProtocol",
       "HTTP2Transport",
       "JSONWebToken",
@@ -254,8 +262,8 @@ let targets: [Target] = [
   .testTarget(
     name: "FleetSimTests",
     dependencies: [
-      "Primitives", "FleetSim", "FleetEngineMessages", "HTTP2Transport", "GRPCProtocol", "JSONWebToken", "ProtoWire",
-      .product(name: "Logging", package: "swift-log"),
+      "Primitives", "FleetSim", "FleetEngineMessages", "GRPCHealth", "HTTP2Transport", "GRPCProtocol", "JSONWebToken",
+      "ProtoWire", .product(name: "Logging", package: "swift-log"),
       .product(name: "CoreMetrics", package: "swift-metrics"),
       .product(name: "MetricsTestKit", package: "swift-metrics"),
       .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -289,8 +297,11 @@ let targets: [Target] = [
   .target(
     name: "TripRelay",
     dependencies: [
-      "Primitives", "FleetEngineMessages", "GRPCProtocol", "HTTP2Transport", "JourneySharing", "NATSClient",
+      "Primitives", "FleetEngineMessages", "GRPCHealth", "GRPCProtocol", "HTTP2Transport", "JourneySharing",
+      "JSONWebToken", "NATSClient", "ProtoWire",
       .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "Tracing", package: "swift-distributed-tracing"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
@@ -298,8 +309,10 @@ let targets: [Target] = [
     name: "TripRelayTests",
     dependencies: [
       "TripRelay", "NATSClient", "NATSTestSupport", "JourneySharing", "FleetEngineMessages", "FleetSim",
-      "GRPCProtocol", "HTTP2Transport", "Primitives", "TestLogging", "TransportTestSupport",
-      .product(name: "Logging", package: "swift-log"),
+      "GRPCHealth", "GRPCProtocol", "HTTP2Transport", "JSONWebToken", "Primitives", "TestLogging",
+      "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
+      .product(name: "CoreMetrics", package: "swift-metrics"),
+      .product(name: "MetricsTestKit", package: "swift-metrics"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
@@ -367,6 +380,7 @@ let targets: [Target] = [
       "JourneySharing",
       "GRPCProtocol",
       "HTTP2Transport",
+      "JSONWebToken",
       "NATSClient",
       "TripRelay",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -10,4 +10,6 @@ public enum FleetEngineMethods {
   /// The project's server-streaming GetTrip (`journeysharing.v1.TripStreamService`, served by FleetSim):
   /// `StreamTripRequest` → a stream of `TripUpdate`.
   public static let streamingGetTrip = "/journeysharing.v1.TripStreamService/GetTrip"
+  /// The service of ``streamingGetTrip``, as health checks name it.
+  public static let streamingServiceName = "journeysharing.v1.TripStreamService"
 }

@@ -366,3 +366,13 @@ extension VehicleLocation: BitwiseComparable {
     supplementalLocationAccuracy = nil
   }
 }
+
+extension TripStatus {
+  /// Whether the status ends the trip: COMPLETE or CANCELED.
+  public var isFinal: Bool { self == .complete || self == .canceled }
+}
+
+extension Trip {
+  /// Whether the trip has ended: its status is COMPLETE or CANCELED.
+  public var isFinal: Bool { tripStatus.isFinal }
+}

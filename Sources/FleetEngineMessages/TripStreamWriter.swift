@@ -72,6 +72,11 @@ public enum TripStreamWriter {
     }
   }
 
+  /// ``stamped(_:sequence:sendTime:)-(UnsafeRawBufferPointer,_,_)`` of an array.
+  public static func stamped(_ body: [UInt8], sequence: UInt64, sendTime: Timestamp?) -> [UInt8] {
+    body.withUnsafeBytes { stamped($0, sequence: sequence, sendTime: sendTime) }
+  }
+
   private static func positionSize(sequence: UInt64, sendTime: Timestamp?) -> Int {
     var size = 0
     if sequence != 0 { size += WireSize.uint64(sequence, field: 4) }

@@ -7,6 +7,7 @@
 
 package import CoreMetrics
 import FleetEngineMessages
+import GRPCHealth
 import GRPCProtocol
 
 /// FleetSim's metrics (the table is on ``FleetSim``).

@@ -5,6 +5,7 @@
 // calls still open so that a graceful shutdown can wait for them and end those left at its deadline.
 // Runs on the server's event loop; no locks.
 
+import GRPCHealth
 import GRPCProtocol
 
 /// A call as the services see it: the server's call, with its end recorded.
@@ -29,6 +30,7 @@ final class MeteredCall: GRPCServerCallContext, @unchecked Sendable {
   var authority: String { base.authority }
   var request: [UInt8] { base.request }
   var timeout: Duration? { base.timeout }
+  var peerAddress: String { base.peerAddress }
   var isClosed: Bool { base.isClosed }
   var scheduler: any GRPCScheduler { base.scheduler }
   var outboundBufferedBytes: Int { base.outboundBufferedBytes }

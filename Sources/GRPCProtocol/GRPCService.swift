@@ -16,6 +16,8 @@ public protocol GRPCServerCallContext: AnyObject, Sendable {
   var request: [UInt8] { get }
   /// The client's `grpc-timeout`, if it sent one.
   var timeout: Duration? { get }
+  /// The client's address (a numeric host; "unknown" where a transport has none), for per-client limits.
+  var peerAddress: String { get }
   /// Whether the call has ended (finished, reset, or cancelled by the client).
   var isClosed: Bool { get }
   /// Where the call's callbacks run and its timers fire.
@@ -40,6 +42,9 @@ public protocol GRPCServerCallContext: AnyObject, Sendable {
 }
 
 extension GRPCServerCallContext {
+  /// Transports without addresses (in memory) have no peer to name.
+  public var peerAddress: String { "unknown" }
+
   /// Ends the call with `status` and no trailers.
   public func finish(_ status: GRPCStatus) { finish(status, trailers: GRPCMetadata()) }
   /// Sends the response headers with no metadata.

@@ -305,7 +305,9 @@ final class ServerCore: EventLoopHandler {
           continue
         }
       }
-      let connection = ServerConnection(core: self, stream: ByteStream(loop: loop, fd: fd, tls: tls, connecting: false))
+      let peer = Socket.peerAddress(fd)?.hostAndPort.host ?? "unknown"
+      let connection = ServerConnection(
+        core: self, stream: ByteStream(loop: loop, fd: fd, tls: tls, connecting: false), peer: peer)
       connections[ObjectIdentifier(connection)] = connection
       stats.connectionsAccepted += 1
       stats.openConnections += 1

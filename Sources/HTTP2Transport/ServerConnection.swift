@@ -23,6 +23,8 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
   public let request: [UInt8]
   /// The deadline the client sent in `grpc-timeout`, if any, as a duration from arrival.
   public let timeout: Duration?
+  /// The client's address (its numeric host), for per-client limits and logs.
+  public let peerAddress: String
 
   let loop: EventLoop
   /// The call's event loop, where its methods run and its timers fire.
@@ -36,8 +38,9 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
 
   init(
     path: String, requestMetadata: GRPCMetadata, authority: String, request: [UInt8], timeout: Duration?,
-    loop: EventLoop, connection: ServerConnection, streamID: Int32
+    peerAddress: String, loop: EventLoop, connection: ServerConnection, streamID: Int32
   ) {
+    self.peerAddress = peerAddress
     self.path = path
     self.requestMetadata = requestMetadata
     self.authority = authority
@@ -132,6 +135,8 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
 
 /// One accepted connection. Confined to the server's loop.
 final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
+  /// The client's address (numeric host, no port).
+  let peer: String
   /// A request whose stream is still arriving. A class, so that its message buffer is appended to in
   /// place: a copy of the request taken out of the dictionary and written back would copy the whole
   /// buffer for every DATA frame, a cost growing with the square of the message size.
@@ -169,9 +174,10 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// The pending idle check, if any (at most one).
   private var idleTimer: EventLoop.TimerID?
 
-  init(core: ServerCore, stream: ByteStream) {
+  init(core: ServerCore, stream: ByteStream, peer: String) {
     self.core = core
     self.stream = stream
+    self.peer = peer
   }
 
   func start() {
@@ -370,7 +376,8 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
     let call = GRPCServerCall(
       path: request.path, requestMetadata: request.metadata, authority: request.authority,
-      request: request.message ?? [], timeout: request.timeout, loop: core.loop, connection: self, streamID: streamID)
+      request: request.message ?? [], timeout: request.timeout, peerAddress: peer, loop: core.loop, connection: self,
+      streamID: streamID)
     calls[streamID] = call
     core.stats.callsStarted += 1
     core.stats.openCalls += 1

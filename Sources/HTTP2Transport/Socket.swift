@@ -178,6 +178,16 @@ package enum Socket {
     return rc == 0 ? SocketAddress(storage: storage, length: length) : nil
   }
 
+  /// The address of a socket's peer.
+  package static func peerAddress(_ fd: Int32) -> SocketAddress? {
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let rc = withUnsafeMutablePointer(to: &storage) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+    }
+    return rc == 0 ? SocketAddress(storage: storage, length: length) : nil
+  }
+
   /// Accepts one pending connection, non-blocking; `nil` when none is pending.
   package static func accept(_ fd: Int32) throws(SocketError) -> Int32? {
     let client = cls_accept4(fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))

@@ -41,12 +41,13 @@ public final class TripModel: Sendable {
   private struct Registrations {
     var jobs: [ObjectIdentifier: SubscriberJob] = [:]
     var streams: [ObjectIdentifier: StreamSubscription] = [:]
+    var observers: [ObjectIdentifier: any TripObserver] = [:]
     /// The model itself while anything is registered: deliveries reach it through unowned references,
     /// and ``TripService`` keeps unused models only weakly, so a registered model must not go away when
     /// its caller drops it. Cleared with the last registration, which breaks the cycle.
     var retainer: TripModel?
 
-    var count: Int { jobs.count + streams.count }
+    var count: Int { jobs.count + streams.count + observers.count }
 
     mutating func retain(_ model: TripModel) { retainer = count > 0 ? model : nil }
   }
@@ -120,6 +121,40 @@ public final class TripModel: Sendable {
     registrations.withLock { $0.count }
   }
 
+  // MARK: - Observers (package API, for the relay)
+
+  /// Follows the trip for `observer`, as for a subscriber: it is offered every event (the trip, errors, the
+  /// model's state) on the trip's scheduler, and told which of the trip's fields each update replaced before
+  /// that (``TripFieldObserver``). Nothing is delivered to it on a delivery thread: what it does with an
+  /// event, it does on the scheduler, without blocking. A second add of the same observer does nothing.
+  package func addObserver(_ observer: any TripObserver) {
+    let key = ObjectIdentifier(observer)
+    registrations.withLock { registrations in
+      guard registrations.observers[key] == nil else { return }
+      registrations.observers[key] = observer
+      registrations.retain(self)
+      follower.add(observer)
+    }
+  }
+
+  /// The scheduler the trip is followed on, where observers are called.
+  package var scheduler: any GRPCScheduler { follower.scheduler }
+
+  /// The trip held now (empty before the first fetch). Call on ``scheduler`` only.
+  package var heldTripOnScheduler: Trip { follower.heldTrip }
+
+  /// Stops following for `observer`; nothing is offered to it once the trip's scheduler has run this.
+  package func removeObserver(_ observer: any TripObserver) {
+    let retainer = registrations.withLock { registrations -> TripModel? in
+      let removed = registrations.observers.removeValue(forKey: ObjectIdentifier(observer))
+      let retainer = registrations.retainer
+      registrations.retain(self)
+      if let removed { follower.remove(removed) }
+      return retainer
+    }
+    withExtendedLifetime(retainer) {}
+  }
+
   // MARK: - Swift-native updates
 
   /// The model's updates as an `AsyncSequence`: each element carries the latest
@@ -179,6 +214,9 @@ public final class TripModel: Sendable {
 }
 
 /// A registered ``TripModelSubscriber``: its mailbox, its gate and its delivery step.
+/// What ``TripModel/addObserver(_:)`` takes: a pipeline target that also hears which trip fields changed.
+package typealias TripObserver = Deliverable & TripFieldObserver
+
 final class SubscriberJob: DeliveryJob, Deliverable {
   unowned let model: TripModel
   let subscriber: any TripModelSubscriber

@@ -21,11 +21,23 @@ package protocol Deliverable: AnyObject, Sendable {
   func reclaimPending() -> Bool
 }
 
+/// A target that also hears which of the trip's own fields each update replaced, before the update is offered:
+/// for a republisher of the trip (the relay), which writes those fields on, not the subscribers' properties.
+/// Called on the pipeline's thread; it must not keep `snapshot` (the next update could not then go into its
+/// storage in place).
+package protocol TripFieldObserver: AnyObject {
+  /// An update was merged: `fields` are the `Trip` fields it replaced (bit n: field n); `full` when it
+  /// replaced the whole trip (a full update, or the first trip).
+  func trip(_ snapshot: TripSnapshot, changedFields fields: UInt64, full: Bool)
+}
+
 /// One trip's state and its subscribers' mailboxes, and the step every update takes between them.
 package struct TripPipeline {
   package private(set) var state: TripState
   /// The subscribers and update streams, in registration order.
   package private(set) var targets: [any Deliverable] = []
+  /// The targets that are also ``TripFieldObserver``s (rare: most pipelines have none).
+  package private(set) var observers: [any TripFieldObserver] = []
 
   /// The outcome of one update.
   package enum Outcome {
@@ -47,6 +59,7 @@ package struct TripPipeline {
 
   package mutating func add(_ target: any Deliverable) {
     targets.append(target)
+    if let observer = target as? any TripFieldObserver { observers.append(observer) }
   }
 
   /// Removes `target`; returns whether it was there.
@@ -54,11 +67,13 @@ package struct TripPipeline {
   package mutating func remove(_ target: any Deliverable) -> Bool {
     guard let index = targets.firstIndex(where: { $0 === target }) else { return false }
     targets.remove(at: index)
+    observers.removeAll { $0 === target }
     return true
   }
 
   package mutating func removeAllTargets() {
     targets.removeAll()
+    observers.removeAll()
   }
 
   // MARK: The step
@@ -77,8 +92,19 @@ package struct TripPipeline {
     _ update: StreamedTripUpdate, within limits: TripLimits?, event: (TripSnapshot?) -> TripModelEvent
   ) -> Outcome {
     let reclaimed = reclaimPending()
+    let wasEmpty = state.snapshot == nil
     switch state.apply(update, within: limits) {
     case .success(let changes):
+      if !observers.isEmpty, let snapshot = state.snapshot {
+        let (fields, full): (UInt64, Bool)
+        switch update {
+        case .progress(let progress): (fields, full) = (progress.updatedFields & Trip.allFieldBits, false)
+        case .full(let update):
+          (fields, full) =
+            update.fullTrip ? (Trip.allFieldBits, true) : (Trip.fieldBits(update.updatedFields), false)
+        }
+        for observer in observers { observer.trip(snapshot, changedFields: fields, full: full || wasEmpty) }
+      }
       return .applied(changes: changes, queued: offer(changes, owed: reclaimed, event: event))
     case .failure(let violation):
       return .refused(violation, owed: reclaimed)
@@ -92,7 +118,13 @@ package struct TripPipeline {
   ) -> Outcome {
     if let limits, let violation = limits.violation(in: trip) { return .refused(violation, owed: false) }
     let reclaimed = reclaimPending()
+    // What the poll changed, for observers only (a diff of the whole trip: not for every pipeline).
+    let previous = observers.isEmpty ? nil : state.snapshot?.trip
     let changes = state.replace(with: trip)
+    if !observers.isEmpty, let snapshot = state.snapshot {
+      let fields = previous.map { trip.changedFieldBits(from: $0) } ?? Trip.allFieldBits
+      for observer in observers { observer.trip(snapshot, changedFields: fields, full: previous == nil) }
+    }
     return .applied(changes: changes, queued: offer(changes, owed: reclaimed, event: event))
   }
 

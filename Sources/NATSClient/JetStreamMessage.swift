@@ -217,6 +217,8 @@ extension JetStream {
     package var data: [UInt8]
     /// The headers.
     package var headers: NATSHeaders
+    /// When the stream stored it, in nanoseconds since the Unix epoch (0 when the server did not say).
+    package var storedAtNanoseconds: Int64
   }
 
   /// The last message `stream` stores on `subject`, or nil when it has none.
@@ -235,7 +237,8 @@ extension JetStream {
       defer { natsMsg_Destroy(message) }
       return StoredMessage(
         subject: string(natsMsg_GetSubject(message)) ?? subject, sequence: natsMsg_GetSequence(message),
-        data: payload(of: message), headers: NATSClient.headers(of: message))
+        data: payload(of: message), headers: NATSClient.headers(of: message),
+        storedAtNanoseconds: natsMsg_GetTime(message))
     }
   }
 }

@@ -23,3 +23,14 @@ package func unixTime() -> Double {
   clock_gettime(CLOCK_REALTIME, &ts)
   return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
+
+extension Duration {
+  /// The duration in whole nanoseconds, saturating at `Int64`'s bounds.
+  package var saturatingNanoseconds: Int64 {
+    let (seconds, attoseconds) = components
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    guard !overflow else { return seconds < 0 ? .min : .max }
+    let (sum, overflowAdding) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+    return overflowAdding ? (seconds < 0 ? .min : .max) : sum
+  }
+}

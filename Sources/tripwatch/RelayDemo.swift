@@ -25,6 +25,9 @@ struct RelayDemo: AsyncParsableCommand {
 
   @OptionGroup var nats: NATSOptions
 
+  @Option(help: "The relay cluster's name.")
+  var cluster = "demo"
+
   @Option(help: "Number of simulated trips.")
   var trips = 8
 
@@ -55,14 +58,22 @@ struct RelayDemo: AsyncParsableCommand {
       host: "127.0.0.1", port: simPort, security: .plaintext, providerID: "demo", fetchMode: .stream, logger: logger)
     upstream.deliveryThreads = 2
     let names = (0..<trips).compactMap { TripName(parsing: sim.simulator.tripName(index: $0)) }
+    let streamNames: RelayNames
+    do {
+      streamNames = try RelayNames(cluster: cluster, providerID: "demo")
+    } catch {
+      throw ValidationError(error.description)
+    }
 
-    // Two relays sharing the work.
+    // Two relays sharing the work. The demo's watchers are in this process: no authorization (the relays
+    // warn about it).
     var relays: [TripRelay] = []
     var runners: [Task<Void, Never>] = []
     for index in 1...2 {
       let configuration = RelayConfiguration(
-        relayID: "demo-relay-\(index)", natsServers: nats.serverList, upstream: upstream, maxTrips: 100,
-        ackWait: .seconds(10), logger: logger)
+        relayID: "demo-relay-\(index)", nats: try nats.connection(name: "demo relay \(index)"), names: streamNames,
+        upstream: upstream, authorization: .insecureNoAuthorization, maxTrips: 100, ackWait: .seconds(10),
+        logger: logger)
       let relay: TripRelay
       do {
         relay = try await TripRelay.start(configuration) { event in
@@ -70,21 +81,28 @@ struct RelayDemo: AsyncParsableCommand {
         }
       } catch {
         await sim.shutdown()
-        throw ToolFailure(.unavailable, "cannot start a relay on NATS \(nats.serverList): \(error)")
+        throw ToolFailure(.unavailable, "cannot start a relay on NATS \(nats.redactedServers): \(error)")
       }
       relays.append(relay)
       runners.append(Task { await relay.run() })
     }
     let relayPort = relays[1].downstreamPort ?? 0
     print("relays serve gRPC on 127.0.0.1:\(relays[0].downstreamPort ?? 0) and 127.0.0.1:\(relayPort)")
-    let (submitted, _) = try await TripRelay.submit(names, to: relays[0].jetStream)
+    // The relays make the streams once NATS answers.
+    var readyWait = 0
+    while !relays.allSatisfy(\.isReady) && readyWait < 300 {
+      try? await Task.sleep(for: .milliseconds(100))
+      readyWait += 1
+    }
+    let (submitted, _) = try await TripRelay.submit(names, names: streamNames, to: relays[0].jetStream)
     print("submitted \(submitted) follow requests")
 
     // Consuming it over JetStream: a plain consumer of TRIPS.
     let finalsOverNATS = Locked<Set<String>>([])
     let jetStream = relays[0].jetStream
+    let tripsStream = streamNames.tripsStream(partition: 0)
     let reader = Task {
-      guard let consumer = try? await jetStream.orderedConsumer(stream: "TRIPS", filterSubject: "trips.demo.>") else {
+      guard let consumer = try? await jetStream.orderedConsumer(stream: tripsStream, filterSubject: ">") else {
         return
       }
       while !Task.isCancelled {

@@ -181,6 +181,8 @@ final class StreamingTripSource: TripSource {
     request.name = parameters.name
     request.view = parameters.view
     request.routeFormatType = parameters.routeFormat
+    // A server that keeps the trip's history (a relay) sends only what came after; others send it whole.
+    request.afterSequence = owner.resumeSequence
     let sink = StreamSink(source: self)
     self.sink = sink
     startedAt = scheduler.monotonicNanoseconds

@@ -52,6 +52,9 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
   /// The `send_time` of the last update applied, carried by the events that follow it.
   private var lastSendTime: Double?
   private let tally: UpdateTally?
+  /// The `sequence` of the last streamed update applied, which a new stream resumes after
+  /// (`StreamTripRequest.after_sequence`); 0 after a poll, a refused update, or before any.
+  private(set) var resumeSequence: UInt64 = 0
 
   init(tripName: String, parsedName: TripName?, services: ServicesCore, health: TripHealthCell) {
     self.tripName = tripName
@@ -249,11 +252,13 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
     switch outcome {
     case .applied(let changes, let queued):
       appliedUpdates &+= 1
+      resumeSequence = pipeline.snapshot?.updateSequence ?? 0
       health.succeeded(at: scheduler.unixTime)
       finish(changes, queued: queued)
       return true
     case .refused(let violation, let owed):
       lastSendTime = previousSendTime
+      resumeSequence = 0
       // Not applied: the held state stays the last trip accepted. The stream is dropped, so the next one
       // starts from a whole trip rather than from deltas on top of a refused one. The error published
       // next carries any taken-back change bits with it.
@@ -276,6 +281,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
     let merged = trip.merged(intoHeld: pipeline.state.trip, request: request)
     switch pipeline.replace(with: merged, within: configuration.limits, event: { currentEvent($0) }) {
     case .applied(let changes, let queued):
+      resumeSequence = 0
       if fetch == .poll { retry.succeeded() }
       health.succeeded(at: scheduler.unixTime)
       finish(changes, queued: queued)

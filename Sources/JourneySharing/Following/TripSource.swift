@@ -28,6 +28,8 @@ protocol TripSourceOwner: AnyObject {
   var heldTrip: Trip { get }
   /// The decode limits of answers (``TripLimits``' budgets).
   var limits: TripLimits { get }
+  /// The `sequence` of the last streamed update held, for a new stream to resume after (0: start whole).
+  var resumeSequence: UInt64 { get }
   /// How many streamed updates have been applied so far (a refresh's answer older than the last one is
   /// not applied).
   var appliedUpdates: Int { get }

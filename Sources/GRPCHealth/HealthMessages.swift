@@ -1,4 +1,4 @@
-// Sources/FleetSim/Health/HealthMessages.swift - grpc.health.v1's two messages, by hand on ProtoWire
+// Sources/GRPCHealth/HealthMessages.swift - grpc.health.v1's two messages, by hand on ProtoWire
 //
 // HealthCheckRequest and HealthCheckResponse of gRPC's standard health-checking service
 // (Protos/grpc/health/v1/health.proto), written like the Fleet Engine messages: decode field by
@@ -6,7 +6,7 @@
 
 public import ProtoWire
 
-/// The method paths of `grpc.health.v1.Health`, which ``FleetSim`` serves.
+/// The method paths of `grpc.health.v1.Health`, which FleetSim and the trip relay serve.
 public enum HealthMethods {
   /// The service's full name.
   public static let serviceName = "grpc.health.v1.Health"

@@ -1,15 +1,15 @@
-// Sources/FleetSim/Health/HealthService.swift - grpc.health.v1.Health: Check and Watch
+// Sources/GRPCHealth/HealthService.swift - grpc.health.v1.Health: Check and Watch
 //
 // gRPC's health-checking protocol (grpc/grpc doc/health-checking.md) as grpc-go's health server
 // answers it: Check gives a known service's status or NOT_FOUND; Watch sends the status at once and
 // every change after it, SERVICE_UNKNOWN for a service the server does not know (and stays open,
 // as a later registration would change it). Runs on the server's event loop; no locks.
 
-import GRPCProtocol
+public import GRPCProtocol
 import ProtoWire
 
 /// The health service. `@unchecked Sendable`: every method runs on the server's event loop.
-final class HealthService: GRPCService, @unchecked Sendable {
+package final class HealthService: GRPCService, @unchecked Sendable {
   private final class Watcher {
     let call: any GRPCServerCallContext
     let service: String
@@ -26,28 +26,28 @@ final class HealthService: GRPCService, @unchecked Sendable {
   private var statuses: [String: HealthCheckResponse.ServingStatus]
   private var watchers: [ObjectIdentifier: Watcher] = [:]
   /// Once set, every known service is NOT_SERVING for good (the server is draining).
-  private(set) var isShutDown = false
+  package private(set) var isShutDown = false
 
   /// A health service knowing `services`, each with `initial` status.
-  init(services: [String], initial: HealthCheckResponse.ServingStatus = .serving) {
+  package init(services: [String], initial: HealthCheckResponse.ServingStatus = .serving) {
     statuses = Dictionary(services.map { ($0, initial) }, uniquingKeysWith: { first, _ in first })
   }
 
   /// Watch streams open now.
-  var watcherCount: Int { watchers.count }
+  package var watcherCount: Int { watchers.count }
 
   /// The status of `service`, nil when unknown.
-  func status(of service: String) -> HealthCheckResponse.ServingStatus? { statuses[service] }
+  package func status(of service: String) -> HealthCheckResponse.ServingStatus? { statuses[service] }
 
   /// Sets the status of `service` (registering it if unknown) and tells its watchers; ignored once shut down.
-  func setStatus(_ status: HealthCheckResponse.ServingStatus, for service: String) {
+  package func setStatus(_ status: HealthCheckResponse.ServingStatus, for service: String) {
     guard !isShutDown else { return }
     statuses[service] = status
     notify(service: service)
   }
 
   /// Every known service becomes NOT_SERVING, for good, and watchers are told (grpc-go's `Shutdown`).
-  func shutDown() {
+  package func shutDown() {
     guard !isShutDown else { return }
     for service in Array(statuses.keys) { statuses[service] = .notServing }
     isShutDown = true
@@ -55,7 +55,7 @@ final class HealthService: GRPCService, @unchecked Sendable {
   }
 
   /// Ends every open Watch stream with `status`.
-  func endWatches(_ status: GRPCStatus) {
+  package func endWatches(_ status: GRPCStatus) {
     let open = watchers.values
     watchers.removeAll()
     for watcher in open { watcher.call.finish(status) }
@@ -63,7 +63,7 @@ final class HealthService: GRPCService, @unchecked Sendable {
 
   // MARK: - Calls
 
-  func handle(_ call: any GRPCServerCallContext) {
+  package func handle(_ call: any GRPCServerCallContext) {
     let request: HealthCheckRequest
     do {
       request = try HealthCheckRequest(serializedBytes: call.request)
