@@ -282,12 +282,15 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "NATSClientTests",
-    dependencies: ["NATSClient", "NATSTestSupport", "TestLogging", .product(name: "Logging", package: "swift-log")],
+    dependencies: [
+      "NATSClient", "NATSTestSupport", "JSONWebToken", "TestLogging", .product(name: "Logging", package: "swift-log"),
+    ],
     swiftSettings: defaultSwiftSettings
   ),
   // Test code shared by test targets: nats-server processes (single and clustered) on 127.0.0.1; not a product.
   .target(
     name: "NATSTestSupport",
+    dependencies: ["JSONWebToken", "Primitives"],
     path: "Tests/NATSTestSupport",
     swiftSettings: defaultSwiftSettings
   ),

@@ -80,3 +80,12 @@ extension JWTClaimValue: ExpressibleByDictionaryLiteral {
     self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
   }
 }
+
+extension JWTClaimValue {
+  /// The compact JSON text of an object value (as a token's header or claims are written), for other JWT-shaped
+  /// formats of the package (NATS' user JWTs in tests).
+  package func jsonText() throws(JWTError) -> String {
+    guard case .object(let object) = self else { throw JWTError(.malformed, "only an object is written as JSON") }
+    return String(decoding: try JSONWriter.serialize(object, context: "JSON object"), as: UTF8.self)
+  }
+}

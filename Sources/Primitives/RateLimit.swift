@@ -40,6 +40,11 @@ package struct RateLimit: Sendable, Hashable {
     return earliest
   }
 
+  /// Gives back the last request taken (it turned out not to count): the bucket holds one more again.
+  package mutating func giveBack() {
+    free = free >= spacing ? free - spacing : 0
+  }
+
   /// Whether the bucket is full again at `now` (a limiter may then forget it).
   package func isIdle(at now: UInt64) -> Bool { free <= now }
 }
@@ -59,13 +64,9 @@ package final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     self.maxKeys = max(1, maxKeys)
   }
 
-  /// Whether a request of `key` at `now` would conform (nothing is taken).
-  package func wouldTake(_ key: Key, at now: UInt64) -> Bool {
-    state.withLock { limits in
-      // A key not tracked yet has its whole burst (a full limiter drops idle keys to make room).
-      guard var limit = limits[key] else { return true }
-      return limit.take(at: now)
-    }
+  /// Gives back the last request `key` took (it turned out not to count).
+  package func giveBack(_ key: Key) {
+    state.withLock { limits in limits[key]?.giveBack() }
   }
 
   /// Takes a request of `key` at `now` (monotonic nanoseconds); false when its limit is reached.

@@ -33,7 +33,7 @@ final class FollowLease: Sendable {
   let delivery: UInt64
 
   private struct State {
-    var message: JetStream.Message
+    var message: JetStream.Message?
     /// The latest time (monotonic) at which the server is known to have had the request's AckWait restart.
     var confirmedAt: UInt64
     var ended = false
@@ -41,15 +41,17 @@ final class FollowLease: Sendable {
 
   private let state: Locked<State>
 
-  init(name: TripName, message: JetStream.Message, delivery: UInt64, takenAt: UInt64) {
+  /// The lease of `message`, delivered for the `delivery`th time, taken at `takenAt` (monotonic). A lease
+  /// without a message (a test's) is released by whoever keeps it.
+  init(name: TripName, message: JetStream.Message?, delivery: UInt64, takenAt: UInt64) {
     self.name = name
-    self.streamSequence = message.metadata?.streamSequence ?? 0
+    self.streamSequence = message?.metadata?.streamSequence ?? 0
     self.delivery = delivery
     state = Locked(State(message: message, confirmedAt: takenAt))
   }
 
   /// The newest delivery of the request (a redelivery to this relay replaces it).
-  var message: JetStream.Message { state.withLock { $0.message } }
+  var message: JetStream.Message? { state.withLock { $0.message } }
 
   func replace(_ newer: JetStream.Message) { state.withLock { $0.message = newer } }
 
@@ -78,8 +80,16 @@ enum LeaseRelease: Sendable {
   case abandon
 }
 
+/// Who ends leases: the work queue (and a test's stand-in).
+protocol LeaseKeeper: Sendable {
+  /// Leases held now.
+  var heldCount: Int { get }
+  /// Ends `lease` as `how` says, once.
+  func release(_ lease: FollowLease, _ how: LeaseRelease) async
+}
+
 /// The relay's follow requests (see the file comment).
-final class FollowWorkQueue: Sendable {
+final class FollowWorkQueue: LeaseKeeper {
   private struct State {
     var leases: [String: FollowLease] = [:]
     var stopping = false
@@ -140,7 +150,7 @@ final class FollowWorkQueue: Sendable {
       if state.leases[lease.name.description] === lease { state.leases[lease.name.description] = nil }
     }
     metrics.tripsHeld.record(heldCount)
-    let message = lease.message
+    guard let message = lease.message else { return }
     switch how {
     case .ack:
       metrics.acked.increment()
@@ -263,9 +273,9 @@ final class FollowWorkQueue: Sendable {
         continue
       }
       let sentAt = monotonicNanoseconds()
-      let confirmed = await jetStream.inProgressConfirmed(
-        leases.map(\.message), timeout: min(interval, .seconds(2)))
-      for (lease, ok) in zip(leases, confirmed) where ok { lease.confirmed(at: sentAt) }
+      let held = leases.compactMap { lease in lease.message.map { (lease, $0) } }
+      let confirmed = await jetStream.inProgressConfirmed(held.map(\.1), timeout: min(interval, .seconds(2)))
+      for ((lease, _), ok) in zip(held, confirmed) where ok { lease.confirmed(at: sentAt) }
       if stopping && heldCount == 0 { return }
     }
   }

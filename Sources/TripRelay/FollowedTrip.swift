@@ -63,17 +63,18 @@ final class FollowedTrip: TripObserver, @unchecked Sendable {
     permissionErrorSince = nil
     pendingFields |= fields
     if full { pendingFull = true }
-    publishIfIdle()
+    // The pipeline is in the middle of its step: the trip is the snapshot's (the model's may not be read now).
+    publishIfIdle(snapshot.trip)
   }
 
   func offer(_ event: TripModelEvent, changes: UInt64) -> Bool {
     guard !stopped else { return false }
     if changes & TripModelEvent.errorBit != 0, let error = event.error {
       failed(error)
-    } else if event.snapshot != nil && sequence == 0 {
+    } else if let snapshot = event.snapshot, sequence == 0 {
       // A model that held the trip before this observer came (it had followed it to its end in this
       // process): nothing was merged for us, so publish what it holds.
-      publishIfIdle()
+      publishIfIdle(snapshot.trip)
     }
     return false
   }
@@ -82,14 +83,16 @@ final class FollowedTrip: TripObserver, @unchecked Sendable {
 
   // MARK: - Publishing
 
-  private func publishIfIdle() {
+  /// Sends the next record when none is in flight: the refusal, or what changed in `current` (nil: the trip
+  /// the model holds now; only outside the pipeline's step).
+  private func publishIfIdle(_ current: Trip? = nil) {
     guard !stopped, inFlight == nil, retryTimer == nil else { return }
     if let refusal = pendingRefusal {
       send(record(.refusal(code: refusal.code, message: refusal.message), body: [], checkpoint: nil))
       return
     }
     guard pendingFull || pendingFields != 0 else { return }
-    let trip = model.heldTripOnScheduler
+    let trip = current ?? model.heldTripOnScheduler
     guard !trip.name.isEmpty || trip.tripStatus.rawValue != 0 else { return }  // nothing fetched yet
     let full = pendingFull
     let final = trip.isFinal

@@ -249,14 +249,14 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
     overLimitsLog.log("an update of TRIPS makes a trip above the limits: skipped", key: "limits")
   }
 
-  /// Whether `principal` may still enqueue a follow request (not charged: see ``enqueued(for:)``).
+  /// Takes one follow request of `principal`'s limit; false when it has none left.
   func mayEnqueue(for principal: String) -> Bool {
-    enqueueLimiter.wouldTake(principal, at: monotonicNanoseconds())
+    enqueueLimiter.take(principal, at: monotonicNanoseconds())
   }
 
-  /// `principal` enqueued a follow request: charged to its limit.
-  func enqueued(for principal: String) {
-    _ = enqueueLimiter.take(principal, at: monotonicNanoseconds())
+  /// The follow request `principal` took turned out to be pending already: it does not count.
+  func notEnqueued(for principal: String) {
+    enqueueLimiter.giveBack(principal)
   }
 
   // MARK: - Feeds (loop only)

@@ -22,7 +22,7 @@ final class TripFollowing: Sendable {
   let logger: Logger
   /// The backoff of a record's publish retries.
   let publishBackoff = RetryBackoff(initial: .milliseconds(100), maximum: .seconds(2))
-  private let queue: FollowWorkQueue
+  private let queue: any LeaseKeeper
   private let onEvent: (@Sendable (RelayEvent) -> Void)?
   private let state = Locked(State())
   private let errorLog: RateLimitedLog
@@ -34,7 +34,7 @@ final class TripFollowing: Sendable {
   }
 
   init(
-    configuration: RelayConfiguration, sink: any UpdateSink, services: JourneySharingServices, queue: FollowWorkQueue,
+    configuration: RelayConfiguration, sink: any UpdateSink, services: JourneySharingServices, queue: any LeaseKeeper,
     metrics: RelayMetrics, onEvent: (@Sendable (RelayEvent) -> Void)?
   ) {
     self.configuration = configuration

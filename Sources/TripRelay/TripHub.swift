@@ -212,8 +212,8 @@ final class TripHub: @unchecked Sendable {
     for watcher in Array(watchers.values) where watcher.phase == .waiting { start(watcher) }
   }
 
-  /// Enqueues a follow request for the trip (once per hub): charged to the first watcher's caller when it
-  /// really enqueues one, refused when that caller has none left.
+  /// Enqueues a follow request for the trip (once per hub), charged to the first watcher's caller (given back
+  /// when one was pending already); refused when that caller has none left.
   private func submitFollow() {
     guard !submitted, let first = watchers.values.first else { return }
     submitted = true
@@ -235,7 +235,7 @@ final class TripHub: @unchecked Sendable {
     let name = name
     Task {
       let enqueued = (try? await store.submitFollow(name)) ?? false
-      if enqueued { self.service.enqueued(for: principal) }
+      if !enqueued { self.service.notEnqueued(for: principal) }
     }
   }
 
@@ -267,7 +267,15 @@ final class TripHub: @unchecked Sendable {
       case .live: send(stamped, sequence: message.sequence, to: watcher)
       }
     }
-    if isFinal { end(.ok) }
+    guard isFinal else { return }
+    // The end: a watcher behind or still resuming gets the final state whole, whatever its buffer holds.
+    if let trip {
+      for watcher in watchers.values where watcher.sent < last {
+        watcher.queued = []
+        sendWhole(trip, to: watcher, discontinuity: false)
+      }
+    }
+    end(.ok)
   }
 
   /// Folds `message` into the trip; false when it is not used (already folded, or not applicable).

@@ -89,25 +89,20 @@ protocol TripsStore: Sendable {
   func submitFollow(_ name: TripName) async throws -> Bool
 }
 
-/// The JetStream store: `TRIPS` partitions, `TRIPSTATE`, `FOLLOW`.
-final class JetStreamTripsStore: TripsStore {
-  private let jetStream: JetStream
-  private let names: RelayNames
-  private let limits: TripLimits
-  private let metrics: RelayMetrics
-  private let logger: Logger
-  private let skipLog: RateLimitedLog
+/// Decodes what the downstream reads from `TRIPS`, within the trip limits; what it cannot use is skipped,
+/// counted (`trips_messages_skipped_total{reason}`) and logged at most once a minute per reason.
+struct TripsMessageDecoder: Sendable {
+  let names: RelayNames
+  let limits: TripLimits
+  let metrics: RelayMetrics
+  let skipLog: RateLimitedLog
 
-  init(jetStream: JetStream, names: RelayNames, limits: TripLimits, metrics: RelayMetrics, logger: Logger) {
-    self.jetStream = jetStream
+  init(names: RelayNames, limits: TripLimits, metrics: RelayMetrics, logger: Logger) {
     self.names = names
     self.limits = limits
     self.metrics = metrics
-    self.logger = logger
     skipLog = RateLimitedLog(logger: logger, interval: .seconds(60))
   }
-
-  // MARK: Decoding
 
   /// The message of `message`'s parts, decoded within the limits; nil (counted, logged rate-limited) when it
   /// cannot be used.
@@ -143,14 +138,33 @@ final class JetStreamTripsStore: TripsStore {
       refusal: nil)
   }
 
-  private func skip(_ reason: String, _ message: Logger.Message) {
+  func skip(_ reason: String, _ message: Logger.Message) {
     metrics.skipped(reason)
     skipLog.log(message, key: reason)
+  }
+}
+
+/// The JetStream store: `TRIPS` partitions, `TRIPSTATE`, `FOLLOW`.
+final class JetStreamTripsStore: TripsStore {
+  private let jetStream: JetStream
+  private let names: RelayNames
+  private let limits: TripLimits
+  private let metrics: RelayMetrics
+  private let logger: Logger
+  private let decoder: TripsMessageDecoder
+
+  init(jetStream: JetStream, names: RelayNames, limits: TripLimits, metrics: RelayMetrics, logger: Logger) {
+    self.jetStream = jetStream
+    self.names = names
+    self.limits = limits
+    self.metrics = metrics
+    self.logger = logger
+    decoder = TripsMessageDecoder(names: names, limits: limits, metrics: metrics, logger: logger)
   }
 
   private func decode(_ message: JetStream.Message) -> TripsMessage? {
     guard let metadata = message.metadata else { return nil }
-    return decode(
+    return decoder.decode(
       subject: message.subject, sequence: metadata.streamSequence, storedAt: metadata.timestampNanoseconds,
       data: message.data, headers: message.headers)
   }
@@ -177,7 +191,7 @@ final class JetStreamTripsStore: TripsStore {
     guard let update = try? TripUpdate(serializedBytes: stored.data, options: limits.decodingOptions),
       let trip = update.trip, limits.violation(in: trip) == nil
     else {
-      skip("state", "a state of TRIPSTATE does not decode within the limits: read the history instead")
+      decoder.skip("state", "a state of TRIPSTATE does not decode within the limits: read the history instead")
       return nil
     }
     return StoredTripState(sequence: sequence, trip: trip, isFinal: trip.isFinal, refusal: nil, storedAt: storedAt)

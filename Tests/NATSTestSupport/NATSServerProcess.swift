@@ -72,17 +72,28 @@ public final class NATSServerProcess: @unchecked Sendable {
     public var cluster: Cluster?
     /// More `nats-server` arguments.
     public var extraArguments: [String] = []
+    /// A configuration file's text (accounts, permissions, TLS, subject mappings), written next to the store and
+    /// given with `--config`; the command-line settings above override what it says of the same things.
+    public var configText: String?
+    /// The address to listen on (clients and routes); default 127.0.0.1. A test host in a network namespace
+    /// of the test's own has another.
+    public var host = "127.0.0.1"
+    /// The file ``configText`` is written to.
+    public var configFile: String { "\(storeDirectory)/../nats-server.conf" }
 
     /// Cluster membership: the cluster's name, this server's route port, the other members' route ports.
     public struct Cluster: Sendable {
       public var name: String
       public var port: Int
       public var routePorts: [Int]
+      /// The host of each route port that is not on this server's host (a member in another namespace).
+      public var routeHosts: [Int: String] = [:]
 
-      public init(name: String, port: Int, routePorts: [Int]) {
+      public init(name: String, port: Int, routePorts: [Int], routeHosts: [Int: String] = [:]) {
         self.name = name
         self.port = port
         self.routePorts = routePorts
+        self.routeHosts = routeHosts
       }
     }
 
@@ -98,14 +109,18 @@ public final class NATSServerProcess: @unchecked Sendable {
 
     /// The command-line arguments.
     public var arguments: [String] {
-      var arguments = [
-        "--addr", "127.0.0.1", "--port", "\(port)", "--http_port", "\(monitoringPort)",
+      var arguments = configText == nil ? [] : ["--config", configFile]
+      arguments += [
+        "--addr", host, "--port", "\(port)", "--http_port", "\(monitoringPort)",
         "--server_name", name, "--jetstream", "--store_dir", storeDirectory, "--log", logFile,
       ]
       if let cluster {
-        arguments += ["--cluster_name", cluster.name, "--cluster", "nats://127.0.0.1:\(cluster.port)"]
+        arguments += ["--cluster_name", cluster.name, "--cluster", "nats://\(host):\(cluster.port)"]
         if !cluster.routePorts.isEmpty {
-          arguments += ["--routes", cluster.routePorts.map { "nats://127.0.0.1:\($0)" }.joined(separator: ",")]
+          arguments += [
+            "--routes",
+            cluster.routePorts.map { "nats://\(cluster.routeHosts[$0] ?? host):\($0)" }.joined(separator: ","),
+          ]
         }
       }
       return arguments + extraArguments
@@ -117,13 +132,16 @@ public final class NATSServerProcess: @unchecked Sendable {
   private let lock = NSLock()
   private var process: Process?
 
-  /// The client URL, `nats://127.0.0.1:PORT`.
-  public var url: String { "nats://127.0.0.1:\(configuration.port)" }
+  /// The client URL, `nats://HOST:PORT`.
+  public var url: String { "nats://\(configuration.host):\(configuration.port)" }
 
   /// Starts `nats-server` with `configuration`; returns once the process runs (see ``waitUntilHealthy(timeout:)``).
   public init(_ configuration: Configuration) throws {
     self.configuration = configuration
     try FileManager.default.createDirectory(atPath: configuration.storeDirectory, withIntermediateDirectories: true)
+    if let text = configuration.configText {
+      try text.write(toFile: configuration.configFile, atomically: true, encoding: .utf8)
+    }
     try launch()
   }
 
@@ -199,7 +217,7 @@ public final class NATSServerProcess: @unchecked Sendable {
     var last = ""
     while ContinuousClock.now < deadline {
       guard isRunning else { throw NATSTestSupportError("\(configuration.name) exited; log: \(logTail())") }
-      if let (status, body) = httpGet(port: configuration.monitoringPort, path: "/healthz") {
+      if let (status, body) = httpGet(host: configuration.host, port: configuration.monitoringPort, path: "/healthz") {
         if status == 200 { return }
         last = "\(status) \(body)"
       }
@@ -210,7 +228,7 @@ public final class NATSServerProcess: @unchecked Sendable {
 
   /// A monitoring endpoint's body (for example `/jsz?streams=true`), or nil when the server does not answer.
   public func monitoring(_ path: String) -> String? {
-    httpGet(port: configuration.monitoringPort, path: path).map(\.body)
+    httpGet(host: configuration.host, port: configuration.monitoringPort, path: path).map(\.body)
   }
 
   /// The last `lines` lines of the server's log.
@@ -230,8 +248,11 @@ public final class NATSTestCluster: Sendable {
   /// Every server's client URL.
   public var urls: [String] { servers.map(\.url) }
 
-  /// Starts `nodes` servers named `name-0`…; returns once every one is healthy (JetStream meta leader elected).
-  public static func start(nodes: Int = 3, name: String = "test-cluster") async throws -> NATSTestCluster {
+  /// Starts `nodes` servers named `name-0`… (each with the configuration file `configText`, whose `%DIR%` is
+  /// the cluster's directory, when given); returns once every one is healthy (JetStream meta leader elected).
+  public static func start(
+    nodes: Int = 3, name: String = "test-cluster", configText: String? = nil
+  ) async throws -> NATSTestCluster {
     let directory = try makeTemporaryDirectory(prefix: "nats-cluster")
     var routePorts: [Int] = []
     for _ in 0..<nodes { routePorts.append(try freeLocalPort()) }
@@ -241,8 +262,9 @@ public final class NATSTestCluster: Sendable {
         let cluster = NATSServerProcess.Configuration.Cluster(
           name: name, port: routePorts[index],
           routePorts: routePorts.enumerated().filter { $0.offset != index }.map(\.element))
-        let configuration = try NATSServerProcess.Configuration(
+        var configuration = try NATSServerProcess.Configuration(
           name: "\(name)-\(index)", directory: directory, cluster: cluster)
+        configuration.configText = configText?.replacingOccurrences(of: "%DIR%", with: directory)
         servers.append(try NATSServerProcess(configuration))
       }
       let cluster = NATSTestCluster(servers: servers, directory: directory)
@@ -282,11 +304,17 @@ public final class NATSTestServer: Sendable {
   /// Its client URL.
   public var url: String { server.url }
 
-  /// Starts a server named `name`; returns once it is healthy.
-  public static func start(name: String = "test-server") async throws -> NATSTestServer {
+  /// Starts a server named `name` (with the configuration file `configText`, whose `%DIR%` is the server's
+  /// directory, when given); returns once it is healthy.
+  public static func start(
+    name: String = "test-server", configText: String? = nil, port: Int? = nil
+  ) async throws -> NATSTestServer {
     let directory = try makeTemporaryDirectory(prefix: "nats-server")
     do {
-      let server = try NATSServerProcess(NATSServerProcess.Configuration(name: name, directory: directory))
+      var configuration = try NATSServerProcess.Configuration(name: name, directory: directory)
+      configuration.configText = configText?.replacingOccurrences(of: "%DIR%", with: directory)
+      if let port { configuration.port = port }
+      let server = try NATSServerProcess(configuration)
       let started = NATSTestServer(server: server, directory: directory)
       try await server.waitUntilHealthy()
       return started
@@ -308,11 +336,12 @@ public final class NATSTestServer: Sendable {
   }
 }
 
-/// Runs `body` with a fresh single server, then stops it and deletes its files, whatever `body` did.
+/// Runs `body` with a fresh single server (configured by `configText`, see ``NATSTestServer/start(name:configText:port:)``),
+/// then stops it and deletes its files, whatever `body` did.
 public func withNATSServer<Result>(
-  name: String = "test-server", _ body: (NATSTestServer) async throws -> Result
+  name: String = "test-server", configText: String? = nil, _ body: (NATSTestServer) async throws -> Result
 ) async throws -> Result {
-  let server = try await NATSTestServer.start(name: name)
+  let server = try await NATSTestServer.start(name: name, configText: configText)
   defer { server.remove() }
   return try await body(server)
 }
@@ -353,7 +382,7 @@ private func allThreadsStopped(_ pid: Int32) -> Bool {
 }
 
 /// A plain HTTP/1.0 GET to 127.0.0.1:`port` (the monitoring endpoint); nil when nothing answers.
-private func httpGet(port: Int, path: String) -> (status: Int, body: String)? {
+private func httpGet(host: String, port: Int, path: String) -> (status: Int, body: String)? {
   let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
   guard fd >= 0 else { return nil }
   defer { close(fd) }
@@ -363,7 +392,7 @@ private func httpGet(port: Int, path: String) -> (status: Int, body: String)? {
   var address = sockaddr_in()
   address.sin_family = sa_family_t(AF_INET)
   address.sin_port = in_port_t(UInt16(port).bigEndian)
-  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  address.sin_addr.s_addr = inet_addr(host)
   let connected = withUnsafePointer(to: &address) {
     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
   }

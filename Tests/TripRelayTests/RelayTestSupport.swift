@@ -109,18 +109,6 @@ final class ChildProcess: @unchecked Sendable {
   }
 }
 
-/// Polls `condition` every `interval` until it holds; false if it still does not after `timeout`.
-func eventually(
-  timeout: Duration, interval: Duration = .milliseconds(250), _ condition: () async throws -> Bool
-) async rethrows -> Bool {
-  let deadline = ContinuousClock.now + timeout
-  while true {
-    if try await condition() { return true }
-    if ContinuousClock.now >= deadline { return false }
-    try? await Task.sleep(for: interval)
-  }
-}
-
 /// A logger that drops everything.
 func silentLogger(_ label: String = "relay-test") -> Logger {
   Logger(label: label) { _ in SwiftLogNoOpLogHandler() }
