@@ -10,7 +10,8 @@
 // - `upstream_errors_total{code}`: errors following trips upstream, by gRPC code.
 // - `watchers` (gauge), `watch_refusals_total{code}`: downstream watchers, and watches refused (auth, limits).
 // - `deliveries_total`: messages sent to watchers.
-// - `history_reads_total{kind}`: state reads, tail reads, resume reads.
+// - `history_reads_total{kind}`: state reads, tail reads, resume reads; `history_messages_read_total`: the
+//   messages those reads brought.
 // - `downstream_lag_seconds` (timer): from a message's storage in `TRIPS` to its hand-off to the watchers.
 // - `trips_messages_skipped_total{reason}`: messages of `TRIPS` the downstream could not use.
 // Each is created once; none is touched per update beyond a counter increment and a timer record.
@@ -41,6 +42,7 @@ final class RelayMetrics: Sendable {
   let stateReads: Counter
   let tailReads: Counter
   let resumeReads: Counter
+  let historyMessages: Counter
   let downstreamLag: Timer
   private let factory: any MetricsFactory
   private let prefix = "journeysharing_relay_"
@@ -72,6 +74,7 @@ final class RelayMetrics: Sendable {
     stateReads = counter("history_reads_total", [("kind", "state")])
     tailReads = counter("history_reads_total", [("kind", "tail")])
     resumeReads = counter("history_reads_total", [("kind", "resume")])
+    historyMessages = counter("history_messages_read_total")
     downstreamLag = Timer(label: prefix + "downstream_lag_seconds", preferredDisplayUnit: .seconds, factory: factory)
   }
 

@@ -237,3 +237,58 @@ package enum RelayNaming {
     }
   }
 }
+
+/// The NATS subjects a kind of user of a relay cluster may publish and subscribe to: what an operator writes into
+/// the server's `authorization` (or a user JWT's permissions). Relays alone may publish trips, states and acks;
+/// readers only read; submitters only enqueue follow requests.
+package struct RelayPermissions: Sendable, Hashable {
+  /// Subjects the user may publish to.
+  package var publish: [String]
+  /// Subjects the user may subscribe to.
+  package var subscribe: [String]
+
+  /// A relay of `names`' cluster and provider: its streams and JetStream's API (it creates its streams), the
+  /// acks of its follow requests, and replies.
+  package static func relay(_ names: RelayNames) -> RelayPermissions {
+    let prefix = "\(names.cluster).\(RelayNaming.token(names.providerID))"
+    return RelayPermissions(
+      publish: [
+        "trips.\(prefix).>", "tripstate.\(prefix).>", "follow.\(prefix).>", "$JS.API.>",
+        "$JS.ACK.\(names.followStream).>", "_INBOX.>",
+      ],
+      subscribe: ["_INBOX.>"])
+  }
+
+  /// A reader of `names`' `TRIPS` and `TRIPSTATE` (a backend consuming updates over NATS): stream and consumer
+  /// information, consumers of its own (ephemeral or durable) on those streams, direct gets of states, flow
+  /// control and acks of its consumers; nothing that stores a message.
+  package static func reader(_ names: RelayNames) -> RelayPermissions {
+    var publish = ["$JS.API.INFO"]
+    for stream in names.tripsStreams + [names.stateStream] {
+      publish += [
+        "$JS.API.STREAM.INFO.\(stream)", "$JS.API.CONSUMER.CREATE.\(stream)", "$JS.API.CONSUMER.CREATE.\(stream).>",
+        "$JS.API.CONSUMER.DURABLE.CREATE.\(stream).*", "$JS.API.CONSUMER.INFO.\(stream).*",
+        "$JS.API.CONSUMER.DELETE.\(stream).*", "$JS.API.CONSUMER.MSG.NEXT.\(stream).*", "$JS.ACK.\(stream).>",
+      ]
+    }
+    publish += ["$JS.API.STREAM.MSG.GET.\(names.stateStream)", "$JS.FC.>"]
+    return RelayPermissions(publish: publish, subscribe: ["_INBOX.>"])
+  }
+
+  /// A submitter of follow requests (`tripwatch relay submit`): the follow subjects, and the stream information
+  /// it checks first.
+  package static func submitter(_ names: RelayNames) -> RelayPermissions {
+    let prefix = "\(names.cluster).\(RelayNaming.token(names.providerID))"
+    return RelayPermissions(
+      publish: [
+        "follow.\(prefix).>", "$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.CONSUMER.INFO.\(names.followStream).*",
+      ],
+      subscribe: ["_INBOX.>"])
+  }
+
+  /// The permissions as a nats-server configuration's `permissions` block.
+  package var serverConfig: String {
+    func list(_ subjects: [String]) -> String { "[" + subjects.map { "\"\($0)\"" }.joined(separator: ", ") + "]" }
+    return "{ publish: { allow: \(list(publish)) }, subscribe: { allow: \(list(subscribe)) } }"
+  }
+}

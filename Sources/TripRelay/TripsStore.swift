@@ -200,6 +200,7 @@ final class JetStreamTripsStore: TripsStore {
   func updates(
     of name: TripName, after: UInt64, limit: Int, _ batch: @escaping @Sendable ([TripsMessage]) -> Void
   ) async throws -> UpdatesRead {
+    metrics.tailReads.increment()
     let stream = names.tripsStream(for: name)
     let subject = names.storedTripSubject(name)
     var lastSequence = after
@@ -238,6 +239,7 @@ final class JetStreamTripsStore: TripsStore {
         lastSequence = sequence
         remaining -= 1
         read += 1
+        metrics.historyMessages.increment()
         if let usable = decode(message) { decoded.append(usable) }
       }
       if !decoded.isEmpty { batch(decoded) }

@@ -23,7 +23,7 @@ struct Relay: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "relay",
     abstract: "Follow trips once per relay cluster on NATS JetStream; serve them over gRPC and JetStream.",
-    subcommands: [RelayRun.self, RelaySubmit.self, RelayInspect.self, RelayDemo.self])
+    subcommands: [RelayRun.self, RelaySubmit.self, RelayInspect.self, RelayPermissionsCommand.self, RelayDemo.self])
 }
 
 /// Where the NATS cluster is and how to authenticate to it, as NATS' own tools take it.
@@ -596,5 +596,29 @@ struct RelayInspect: AsyncParsableCommand {
     } catch {
       throw ToolFailure(.unavailable, "reading the relay cluster's streams: \(error)")
     }
+  }
+}
+
+struct RelayPermissionsCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "permissions",
+    abstract: "Print the NATS permissions of a relay cluster's users, as nats-server configuration.",
+    discussion: """
+      Prints one `permissions` block per kind of user of the cluster and provider: relays (the only ones that \
+      may publish trips, states and follow acks), readers (consume TRIPS and TRIPSTATE, publish nothing that is \
+      stored) and submitters (enqueue follow requests). Put each into the user's entry of the server's \
+      `authorization` (or its JWT). \(ToolExit.helpText)
+      """)
+
+  @OptionGroup var relayNames: RelayNameOptions
+
+  func run() throws {
+    let names = try relayNames.names()
+    print("# relays of cluster \(names.cluster), provider \(names.providerID)")
+    print("permissions: \(RelayPermissions.relay(names).serverConfig)")
+    print("# readers")
+    print("permissions: \(RelayPermissions.reader(names).serverConfig)")
+    print("# submitters")
+    print("permissions: \(RelayPermissions.submitter(names).serverConfig)")
   }
 }
