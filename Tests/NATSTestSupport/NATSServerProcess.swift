@@ -78,6 +78,8 @@ public final class NATSServerProcess: @unchecked Sendable {
     /// The address to listen on (clients and routes); default 127.0.0.1. A test host in a network namespace
     /// of the test's own has another.
     public var host = "127.0.0.1"
+    /// The network namespace the server runs in (a ``NetworkLab`` host's), or nil for the test's own.
+    public var namespace: String?
     /// The file ``configText`` is written to.
     public var configFile: String { "\(storeDirectory)/../nats-server.conf" }
 
@@ -154,8 +156,13 @@ public final class NATSServerProcess: @unchecked Sendable {
 
   private func launch() throws {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: try natsServerExecutable())
-    process.arguments = configuration.arguments
+    if let namespace = configuration.namespace {
+      process.executableURL = URL(fileURLWithPath: NetworkLab.ipCommand)
+      process.arguments = ["netns", "exec", namespace, try natsServerExecutable()] + configuration.arguments
+    } else {
+      process.executableURL = URL(fileURLWithPath: try natsServerExecutable())
+      process.arguments = configuration.arguments
+    }
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
     try process.run()
@@ -217,7 +224,7 @@ public final class NATSServerProcess: @unchecked Sendable {
     var last = ""
     while ContinuousClock.now < deadline {
       guard isRunning else { throw NATSTestSupportError("\(configuration.name) exited; log: \(logTail())") }
-      if let (status, body) = httpGet(host: configuration.host, port: configuration.monitoringPort, path: "/healthz") {
+      if let (status, body) = monitoringGet("/healthz") {
         if status == 200 { return }
         last = "\(status) \(body)"
       }
@@ -228,7 +235,37 @@ public final class NATSServerProcess: @unchecked Sendable {
 
   /// A monitoring endpoint's body (for example `/jsz?streams=true`), or nil when the server does not answer.
   public func monitoring(_ path: String) -> String? {
-    httpGet(host: configuration.host, port: configuration.monitoringPort, path: path).map(\.body)
+    monitoringGet(path).map(\.body)
+  }
+
+  /// A GET of the monitoring endpoint: directly, or from inside the server's namespace.
+  private func monitoringGet(_ path: String) -> (status: Int, body: String)? {
+    guard let namespace = configuration.namespace else {
+      return httpGet(host: configuration.host, port: configuration.monitoringPort, path: path)
+    }
+    let script = """
+      import urllib.request, urllib.error, sys
+      try:
+          r = urllib.request.urlopen("http://\(configuration.host):\(configuration.monitoringPort)\(path)", timeout=2)
+          print(r.status); print(r.read().decode())
+      except urllib.error.HTTPError as e:
+          print(e.code); print(e.read().decode())
+      except Exception:
+          sys.exit(1)
+      """
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: NetworkLab.ipCommand)
+    process.arguments = ["netns", "exec", namespace, "python3", "-c", script]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return nil }
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { return nil }
+    let lines = text.split(separator: "\n", maxSplits: 1)
+    guard let first = lines.first, let status = Int(first) else { return nil }
+    return (status, lines.count > 1 ? String(lines[1]) : "")
   }
 
   /// The last `lines` lines of the server's log.
