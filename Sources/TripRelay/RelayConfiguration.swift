@@ -48,6 +48,9 @@ package struct RelayConfiguration: Sendable {
   /// burst, then so many a second. Beyond it the watch is refused with RESOURCE_EXHAUSTED.
   package var submitBurstPerCaller: Int
   package var submitsPerSecondPerCaller: Double
+  /// The most watches of trips new to the relay (each costs reads of the trip's state and tail) one caller may
+  /// have under way at once; beyond it a watch is refused with RESOURCE_EXHAUSTED.
+  package var maxJoinsInProgressPerCaller: Int
   /// How long a trip upstream refused (NOT_FOUND, INVALID_ARGUMENT, or PERMISSION_DENIED for good) is
   /// answered with that status without asking upstream again.
   package var refusalTTL: Duration
@@ -101,6 +104,7 @@ package struct RelayConfiguration: Sendable {
     self.submitOnWatch = true
     self.submitBurstPerCaller = 100
     self.submitsPerSecondPerCaller = 10
+    self.maxJoinsInProgressPerCaller = 1_000
     self.refusalTTL = .seconds(60)
     self.permissionGrace = .seconds(30)
     self.maxPermissionReleases = 3

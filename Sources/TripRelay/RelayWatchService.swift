@@ -39,6 +39,8 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
   static let feedLinger: Duration = .seconds(30)
   /// The most refusals remembered.
   static let maxRefusals = 100_000
+  /// How many hubs read their state and tail at once; the others wait their turn.
+  static let maxCatchUps = 32
 
   let configuration: RelayConfiguration
   let store: any TripsStore
@@ -63,6 +65,12 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
   private var ready = false
   private var stopped = false
   private var scheduler: (any GRPCScheduler)?
+  /// Hubs waiting for their turn to catch up, and how many catch up now.
+  private var catchUpQueue: [TripHub] = []
+  private var catchUpQueueHead = 0
+  private var catchUpsRunning = 0
+  /// Hubs each caller made that have not caught up yet.
+  private var joinsInProgress: [String: Int] = [:]
 
   init(configuration: RelayConfiguration, store: any TripsStore, metrics: RelayMetrics) {
     self.configuration = configuration
@@ -176,8 +184,15 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
     if let existing = hubs[key], !existing.isEnded {
       hub = existing
     } else {
+      // A new hub costs reads: each caller has only so many joins in progress.
+      guard joinsInProgress[principal, default: 0] < configuration.maxJoinsInProgressPerCaller else {
+        return refuse(
+          call, .resourceExhausted,
+          "too many watches of new trips from this caller at once (\(configuration.maxJoinsInProgressPerCaller)): watch again later")
+      }
+      joinsInProgress[principal, default: 0] += 1
       let partition = configuration.names.partition(of: name)
-      hub = TripHub(name: name, partition: partition, service: self, scheduler: call.scheduler)
+      hub = TripHub(name: name, partition: partition, creator: principal, service: self, scheduler: call.scheduler)
       hubs[key] = hub
       startFeed(partition: partition, scheduler: call.scheduler)
       if feeds[partition]?.reading == true { hub.feedReads() }
@@ -201,6 +216,7 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
   func remove(_ hub: TripHub) {
     let key = hub.name.description
     if hubs[key] === hub { hubs[key] = nil }
+    releaseJoin(of: hub)
     if !hubs.values.contains(where: { $0.partition == hub.partition }) { scheduleFeedStop(partition: hub.partition) }
   }
 
@@ -235,6 +251,9 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
 
   func sentToWatcher() { metrics.deliveries.increment() }
 
+  /// A watcher that did not read was ended.
+  func watcherDropped() { metrics.watchRefused(.resourceExhausted) }
+
   func resumeRead() { metrics.resumeReads.increment() }
 
   /// A message stored at `storedAtNanoseconds` (Unix) is handed to its watchers now.
@@ -257,6 +276,40 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
   /// The follow request `principal` took turned out to be pending already: it does not count.
   func notEnqueued(for principal: String) {
     enqueueLimiter.giveBack(principal)
+  }
+
+  // MARK: - Catch-ups (loop only)
+
+  func queueCatchUp(_ hub: TripHub) {
+    catchUpQueue.append(hub)
+    startCatchUps()
+  }
+
+  private func startCatchUps() {
+    while catchUpsRunning < Self.maxCatchUps && catchUpQueueHead < catchUpQueue.count {
+      let hub = catchUpQueue[catchUpQueueHead]
+      catchUpQueueHead += 1
+      catchUpsRunning += 1
+      hub.startCatchUp()
+    }
+    if catchUpQueueHead == catchUpQueue.count {
+      catchUpQueue.removeAll(keepingCapacity: catchUpQueue.count <= 1_024)
+      catchUpQueueHead = 0
+    }
+  }
+
+  /// `hub`'s catch-up ended (read, failed, or the hub ended first): the next one may start.
+  func catchUpEnded(_ hub: TripHub) {
+    catchUpsRunning -= 1
+    releaseJoin(of: hub)
+    startCatchUps()
+  }
+
+  private func releaseJoin(of hub: TripHub) {
+    guard hub.holdsJoin else { return }
+    hub.holdsJoin = false
+    let left = (joinsInProgress[hub.creator] ?? 1) - 1
+    joinsInProgress[hub.creator] = left > 0 ? left : nil
   }
 
   // MARK: - Feeds (loop only)

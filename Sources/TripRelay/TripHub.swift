@@ -58,7 +58,7 @@ final class TripHub: @unchecked Sendable {
   private let scheduler: any GRPCScheduler
   private var configuration: RelayConfiguration { service.configuration }
 
-  private enum Phase { case waitingForFeed, catchingUp, live, ended }
+  private enum Phase { case waitingForFeed, queued, catchingUp, live, ended }
   private var phase: Phase = .waitingForFeed
   private var trip: Trip?
   /// The last sequence folded into `trip`.
@@ -76,10 +76,15 @@ final class TripHub: @unchecked Sendable {
   private var behindTimer: GRPCTimerID?
   /// A follow request was asked for (or found pending) since the hub was made.
   private var submitted = false
+  /// The caller whose watch made the hub: its catch-up counts against that caller's joins in progress.
+  let creator: String
+  /// The hub still counts as one of its creator's joins in progress (until its catch-up ended).
+  var holdsJoin = true
 
-  init(name: TripName, partition: Int, service: RelayWatchService, scheduler: any GRPCScheduler) {
+  init(name: TripName, partition: Int, creator: String, service: RelayWatchService, scheduler: any GRPCScheduler) {
     self.name = name
     self.partition = partition
+    self.creator = creator
     self.service = service
     self.scheduler = scheduler
   }
@@ -111,6 +116,16 @@ final class TripHub: @unchecked Sendable {
     if watchers.isEmpty && phase != .ended { service.remove(self) }
   }
 
+  /// Ends a watcher that does not read (see ``checkBehind()``).
+  private func drop(_ watcher: Watcher) {
+    guard watchers.removeValue(forKey: ObjectIdentifier(watcher.call as AnyObject)) != nil else { return }
+    cancelTimer(of: watcher)
+    service.watcherRemoved()
+    service.watcherDropped()
+    watcher.call.reset(errorCode: GRPCStatusMapping.HTTP2ErrorCode.enhanceYourCalm)
+    if watchers.isEmpty && phase != .ended { service.remove(self) }
+  }
+
   private func cancelTimer(of watcher: Watcher) {
     if let timer = watcher.firstStateTimer { scheduler.cancelTimer(timer) }
     watcher.firstStateTimer = nil
@@ -137,9 +152,20 @@ final class TripHub: @unchecked Sendable {
 
   // MARK: - Catching up
 
-  /// The feed of the hub's partition reads: catch up (state, then the updates after it).
+  /// The feed of the hub's partition reads: the hub may catch up, when the service gives it its turn.
   func feedReads() {
     guard phase == .waitingForFeed else { return }
+    phase = .queued
+    service.queueCatchUp(self)
+  }
+
+  /// The service's turn: catch up (state, then the updates after it); ends with
+  /// ``RelayWatchService/catchUpEnded(_:)`` whatever happens, exactly once.
+  func startCatchUp() {
+    guard phase == .queued else {
+      service.catchUpEnded(self)
+      return
+    }
     phase = .catchingUp
     let store = service.store
     let name = name
@@ -147,7 +173,7 @@ final class TripHub: @unchecked Sendable {
     let scheduler = scheduler
     catchUp = Task { [self] in
       var failure: (any Error)?
-      for attempt in 1...attempts {
+      for attempt in 1...attempts where !Task.isCancelled {
         do {
           let state = try await store.latestState(of: name)
           scheduler.execute { self.caughtUpState(state) }
@@ -160,7 +186,7 @@ final class TripHub: @unchecked Sendable {
           break
         } catch {
           failure = error
-          if Task.isCancelled { return }
+          if Task.isCancelled { break }
           try? await Task.sleep(for: .milliseconds(250 << min(attempt - 1, 4)))
         }
       }
@@ -168,6 +194,7 @@ final class TripHub: @unchecked Sendable {
       scheduler.execute {
         self.catchUp = nil
         if let failed { self.historyFailed(failed) } else { self.caughtUp() }
+        self.service.catchUpEnded(self)
       }
     }
   }
@@ -245,7 +272,7 @@ final class TripHub: @unchecked Sendable {
   func receiveLive(_ message: TripsMessage) {
     switch phase {
     case .waitingForFeed, .ended: return
-    case .catchingUp: pendingLive.append(message)
+    case .queued, .catchingUp: pendingLive.append(message)
     case .live: apply(message)
     }
   }
@@ -297,7 +324,7 @@ final class TripHub: @unchecked Sendable {
     }
     trip = folded
     last = message.sequence
-    isFinal = isFinal || message.isFinal || folded.isFinal
+    isFinal = folded.isFinal
     recent.append(message)
     if recent.count > Self.recentLimit {
       recentFloor = recent.removeFirst().sequence
@@ -425,7 +452,7 @@ final class TripHub: @unchecked Sendable {
 
   /// A watcher that drained gets the whole trip as it is now; one behind too long is ended.
   private func checkBehind() {
-    guard phase == .live || phase == .catchingUp else { return }
+    guard phase != .ended else { return }
     let now = scheduler.monotonicNanoseconds
     let stall = UInt64(clamping: configuration.watcherStallTimeout.saturatingNanoseconds)
     var stillBehind = false
@@ -435,9 +462,9 @@ final class TripHub: @unchecked Sendable {
         watcher.behindSince = nil
         if let trip, watcher.sent < last { sendWhole(trip, to: watcher, discontinuity: false) }
       } else if now &- since >= stall {
-        finish(
-          watcher,
-          GRPCStatus(code: .resourceExhausted, message: "the watcher did not read its updates for too long"))
+        // Its status could not reach it (trailers wait behind the data it does not take): the stream is reset
+        // with ENHANCE_YOUR_CALM, which gRPC clients read as RESOURCE_EXHAUSTED.
+        drop(watcher)
       } else {
         stillBehind = true
       }

@@ -32,7 +32,7 @@ struct TripsMessage: Sendable {
   let body: [UInt8]
   /// The decoded update (nil for a refusal).
   let update: TripUpdate?
-  /// It carries the trip's final state.
+  /// Its trip's status is final (a delta without a status says nothing: the folded trip decides).
   let isFinal: Bool
   /// Upstream refused the trip: the status watchers get.
   let refusal: GRPCStatus?
@@ -132,7 +132,8 @@ struct TripsMessageDecoder: Sendable {
       skip("limits", "a message of TRIPS holds a trip above the limits: skipped")
       return nil
     }
-    let final = headers[RelayNaming.finalHeader] == "true" || update.trip?.isFinal == true
+    // Whether the trip ended is the trip's to say (its status), never a header's.
+    let final = update.trip?.isFinal == true
     return TripsMessage(
       tripID: tripID, sequence: sequence, storedAtNanoseconds: storedAt, body: data, update: update, isFinal: final,
       refusal: nil)

@@ -328,6 +328,23 @@ struct RelayRun: AsyncParsableCommand {
   var refusalTTL = 60.0
 
   @Option(
+    name: .customLong("max-joins-per-caller"),
+    help: "Watches of trips new to this relay one caller may have under way at once (each costs reads).")
+  var maxJoinsPerCaller = 1_000
+
+  @Option(
+    name: .customLong("watcher-buffer-limit"),
+    help: "Bytes of a watcher's unsent responses beyond which it gets only the latest state (it does not read).")
+  var watcherBufferLimit = 1 << 20
+
+  @Option(name: .customLong("watcher-stall-timeout"), help: "Seconds a watcher may stay over that before it is ended.")
+  var watcherStallTimeout = 60.0
+
+  @Option(
+    name: .customLong("first-state-timeout"), help: "Seconds a watcher waits for a trip nobody published yet.")
+  var firstStateTimeout = 60.0
+
+  @Option(
     name: .customLong("metrics-listen"),
     help: "Serve metrics in Prometheus' text format on HOST:PORT at /metrics (port 0 picks one).")
   var metricsListen: String?
@@ -351,6 +368,10 @@ struct RelayRun: AsyncParsableCommand {
     guard pollInterval > 0 else { throw ValidationError("--poll-interval must be > 0") }
     guard replicas >= 1 && replicas <= 5 else { throw ValidationError("--replicas must be 1…5") }
     guard checkpointInterval >= 1 else { throw ValidationError("--checkpoint-interval must be ≥ 1") }
+    guard maxJoinsPerCaller >= 1, watcherBufferLimit >= 1_024, watcherStallTimeout > 0, firstStateTimeout > 0 else {
+      throw ValidationError(
+        "--max-joins-per-caller ≥ 1, --watcher-buffer-limit ≥ 1024, --watcher-stall-timeout and --first-state-timeout > 0")
+    }
     guard submitBurst >= 1, submitsPerSecond > 0, refusalTTL >= 0 else {
       throw ValidationError("--submit-burst, --submits-per-second must be positive, --refusal-ttl not negative")
     }
@@ -449,6 +470,10 @@ struct RelayRun: AsyncParsableCommand {
     configuration.submitBurstPerCaller = submitBurst
     configuration.submitsPerSecondPerCaller = submitsPerSecond
     configuration.refusalTTL = .nanoseconds(Int64(refusalTTL * 1e9))
+    configuration.maxJoinsInProgressPerCaller = maxJoinsPerCaller
+    configuration.watcherBufferLimit = watcherBufferLimit
+    configuration.watcherStallTimeout = .nanoseconds(Int64(watcherStallTimeout * 1e9))
+    configuration.firstStateTimeout = .nanoseconds(Int64(firstStateTimeout * 1e9))
     configuration.metricsFactory = factory ?? NOOPMetricsHandler.instance
     let printEvents = events
     let relay: TripRelay

@@ -27,7 +27,7 @@ enum RelayE2E {
 
   /// A FleetSim on a real socket with `trips` short trips (they end within about 20 s).
   static func sim(
-    trips: Int, auth: FleetSimConfiguration.Auth? = nil, load: LoadGeneration? = nil, seconds: Double = 15
+    trips: Int, auth: FleetSimConfiguration.Auth? = nil, load: LoadGeneration? = nil, seconds: Double = 6
   ) throws -> (FleetSim, Int) {
     var simulation = SimulationConfiguration()
     simulation.provider = provider

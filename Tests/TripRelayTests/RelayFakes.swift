@@ -41,6 +41,13 @@ final class InMemoryTripsStore: TripsStore, @unchecked Sendable {
   private(set) var submitted: [String] = []
   /// Trips whose follow request is pending: a second submit says so.
   private var pending: Set<String> = []
+  /// While set, state reads wait (catch-ups stay under way); the most that waited at once.
+  private var holding = false
+  private var readsUnderWay = 0
+  private(set) var mostReadsUnderWay = 0
+
+  /// Holds (or lets go of) state reads.
+  func holdStateReads(_ hold: Bool) { locked { holding = hold } }
 
   private func locked<T>(_ body: () -> T) -> T { mutex.withLock { _ in body() } }
 
@@ -110,6 +117,12 @@ final class InMemoryTripsStore: TripsStore, @unchecked Sendable {
   func latestState(of name: TripName) async throws -> StoredTripState? {
     locked {
       stateReads += 1
+      readsUnderWay += 1
+      mostReadsUnderWay = max(mostReadsUnderWay, readsUnderWay)
+    }
+    while locked({ holding }) { try await Task.sleep(for: .milliseconds(5)) }
+    return locked {
+      readsUnderWay -= 1
       return states[name.tripID]
     }
   }

@@ -41,7 +41,7 @@ struct RelayResumeEndToEndTests {
   @Test("a watcher that reconnects with after_sequence gets exactly the updates it missed, then the rest")
   func afterSequence() async throws {
     try await withNATSServer { server in
-      let (sim, simPort) = try RelayE2E.sim(trips: 1, seconds: 12)
+      let (sim, simPort) = try RelayE2E.sim(trips: 1, seconds: 8)
       let relay = try await RelayE2E.start(try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort))
       let port = try #require(relay.0.downstreamPort)
       let channel = try GRPCChannel(

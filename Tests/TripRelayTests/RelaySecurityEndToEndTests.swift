@@ -167,7 +167,7 @@ struct RelaySecurityEndToEndTests {
   @Test("forged takeover announcements change nothing: the relay keeps following, each final state once")
   func forgedTakeover() async throws {
     try await withNATSServer { server in
-      let (sim, simPort) = try RelayE2E.sim(trips: 3, seconds: 12)
+      let (sim, simPort) = try RelayE2E.sim(trips: 3, seconds: 8)
       let events = Locked<[RelayEvent]>([])
       let relay = try await RelayE2E.start(try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort)) {
         event in events.withLock { $0.append(event) }
@@ -213,7 +213,7 @@ struct RelaySecurityEndToEndTests {
         simulation.tripCount = 2
         simulation.seed = 9
         let planner = TripSimulator(configuration: simulation)
-        simulation.speedup = ((0..<2).map { planner.plan(index: $0).finishTime }.max() ?? 1) / 12
+        simulation.speedup = ((0..<2).map { planner.plan(index: $0).finishTime }.max() ?? 1) / 6
         let sim = try FleetSim(
           configuration: FleetSimConfiguration(simulation: simulation, updateInterval: .milliseconds(250)),
           logger: silentLogger())

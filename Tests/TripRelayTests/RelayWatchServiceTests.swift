@@ -13,6 +13,7 @@ import Logging
 import MetricsTestKit
 import NATSClient
 import Primitives
+import TestLogging
 import Testing
 import TransportTestSupport
 
@@ -109,6 +110,29 @@ struct RelayWatchServiceTests {
     // None of them cost a read or a follow request.
     #expect(fixture.store.stateReads == 0 && fixture.store.submitted.isEmpty)
     #expect(fixture.counter("journeysharing_relay_watch_refusals_total", [("code", "UNAUTHENTICATED")]) == 3)
+  }
+
+  @Test("a request that does not decode, or is larger than a StreamTripRequest can be, is INVALID_ARGUMENT")
+  func badRequests() async throws {
+    let fixture = try WatchFixture()
+    var collectors: [CallCollector] = []
+    for request in [[0xFF, 0xFF, 0xFF], [UInt8](repeating: 0x0A, count: 5_000)] as [[UInt8]] {
+      let collector = CallCollector()
+      var options = CallOptions(timeout: nil)
+      options.metadata.add("authorization", "Bearer " + (try fixture.token("*")))
+      _ = fixture.transport.startCall(
+        path: FleetEngineMethods.streamingGetTrip, request: request, kind: .serverStreaming, options: options,
+        on: fixture.scheduler, handler: collector)
+      collectors.append(collector)
+    }
+    let other = CallCollector()
+    _ = fixture.transport.startCall(
+      path: "/journeysharing.v1.TripStreamService/Other", request: [], kind: .serverStreaming,
+      options: CallOptions(timeout: nil), on: fixture.scheduler, handler: other)
+    #expect(await fixture.settle { collectors.allSatisfy { $0.status != nil } && other.status != nil })
+    #expect(collectors.map { $0.status?.code } == [.invalidArgument, .invalidArgument])
+    #expect(other.status?.code == .unimplemented)
+    #expect(fixture.store.stateReads == 0)
   }
 
   @Test("a token for the trip (or *) watches it: the whole trip numbered with its stream position, then each update")
@@ -236,6 +260,31 @@ struct RelayWatchServiceTests {
     #expect(other.status == nil)
   }
 
+  @Test("10,000 names from one caller: a bounded number of joins at once, the rest RESOURCE_EXHAUSTED; reads 32 at a time")
+  func manyNamesFromOneCaller() async throws {
+    let fixture = try WatchFixture { $0.maxJoinsInProgressPerCaller = 100 }
+    fixture.store.holdStateReads(true)
+    let token = try fixture.token("*", subject: "flood@test")
+    var watchers: [CallCollector] = []
+    for index in 0..<10_000 { watchers.append(fixture.watch("flood-\(index)", token: token)) }
+    #expect(await fixture.settle { watchers.filter { $0.status != nil }.count == 9_900 })
+    #expect(watchers.compactMap(\.status).allSatisfy { $0.code == .resourceExhausted })
+    #expect(await fixture.settle { fixture.store.mostReadsUnderWay == RelayWatchService.maxCatchUps })
+    // Another caller is not held back by the flood's limit.
+    let other = fixture.watch("other", token: try fixture.token("other", subject: "polite@test"))
+    fixture.scheduler.waitUntilIdle()
+    #expect(other.status == nil)
+    fixture.store.holdStateReads(false)
+    #expect(await fixture.settle { fixture.store.stateReads == 101 })
+    #expect(fixture.store.mostReadsUnderWay <= RelayWatchService.maxCatchUps)
+    // Once its joins are done, the caller may watch new trips again (one that exists: its burst of follow
+    // requests went to the flood).
+    fixture.store.setState("later", testTrip(fixture.name("later")), sequence: 1)
+    let later = fixture.watch("later", token: token)
+    #expect(await fixture.settle { later.updates.count == 1 })
+    #expect(later.status == nil)
+  }
+
   @Test("a watcher of a trip nobody publishes gets UNAVAILABLE after the first-state timeout (virtual clock)")
   func firstStateTimeout() async throws {
     let fixture = try WatchFixture { $0.firstStateTimeout = .seconds(60) }
@@ -276,9 +325,9 @@ struct RelayWatchServiceTests {
     let metrics = TestMetrics()
     var limits = TripLimits()
     limits.maxRoutePoints = 10
+    let capture = LogCapture()
     let decoder = TripsMessageDecoder(
-      names: names, limits: limits, metrics: RelayMetrics(factory: metrics),
-      logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+      names: names, limits: limits, metrics: RelayMetrics(factory: metrics), logger: capture.logger("decoder"))
     let name = TripName(providerID: "p", tripID: "a")!
     let good = fullUpdate(testTrip(name)).serializedBytes()
     #expect(
@@ -296,8 +345,21 @@ struct RelayWatchServiceTests {
         headers: NATSHeaders()) == nil)
     #expect(
       decoder.decode(subject: "trips.other.p.a", sequence: 4, storedAt: 0, data: good, headers: NATSHeaders()) == nil)
+    // A flood of garbage is counted one by one, and logged once a minute.
+    for sequence in 5..<105 {
+      _ = decoder.decode(
+        subject: names.storedTripSubject(name), sequence: UInt64(sequence), storedAt: 0, data: [0x0A, 0xFF],
+        headers: NATSHeaders())
+    }
+    #expect(capture.all.filter { $0.message.contains("does not decode") }.count == 1)
+    // Whether a trip ended is its status's to say: a forged final header on a moving trip is not an end.
+    var forged = NATSHeaders()
+    forged[RelayNaming.finalHeader] = "true"
+    let moving = decoder.decode(
+      subject: names.storedTripSubject(name), sequence: 200, storedAt: 0, data: good, headers: forged)
+    #expect(moving?.isFinal == false)
     // The garbage, and the trip above the limits, which the decode budgets stop before it is whole.
-    #expect(try metrics.expectCounter("journeysharing_relay_trips_messages_skipped_total", [("reason", "undecodable")]).totalValue == 2)
+    #expect(try metrics.expectCounter("journeysharing_relay_trips_messages_skipped_total", [("reason", "undecodable")]).totalValue == 102)
     #expect(try metrics.expectCounter("journeysharing_relay_trips_messages_skipped_total", [("reason", "subject")]).totalValue == 1)
   }
 }
