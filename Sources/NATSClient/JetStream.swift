@@ -263,7 +263,8 @@ package final class JetStream: Sendable {
     }
     return PullSubscription(
       stream: stream, consumer: consumer,
-      handle: SubscriptionHandle(pointer.pointer, connection: handle.connection, jetStream: handle))
+      handle: SubscriptionHandle(
+        pointer.pointer, connection: handle.connection, jetStream: handle, label: "\(stream) consumer \(consumer)"))
   }
 
   /// Creates or updates the consumer, then binds a pull subscription to it; for an ephemeral consumer
@@ -314,7 +315,9 @@ package final class JetStream: Sendable {
     }
     return OrderedConsumer(
       stream: stream, filterSubject: filterSubject,
-      handle: SubscriptionHandle(pointer.pointer, connection: handle.connection, jetStream: handle))
+      handle: SubscriptionHandle(
+        pointer.pointer, connection: handle.connection, jetStream: handle,
+        label: "\(stream) ordered consumer of \(filterSubject)"))
   }
 
   /// Reads `stream` from its first message to its last, in order, through an ordered consumer; ends when

@@ -1,6 +1,7 @@
 // Sources/NATSClient/JetStreamMessage.swift - a message delivered by a JetStream consumer, and its acks
 
 internal import CNATS
+internal import Primitives
 
 extension JetStream {
   /// Where a delivered message sits in its stream and consumer (parsed by libnats from the reply subject).
@@ -151,62 +152,6 @@ extension NativeMessage {
 }
 
 extension JetStream {
-  /// Sends an in-progress ack (`+WPI`) for each of `messages` as a request, and waits (at most `timeout`) for
-  /// the server to answer each: a confirmed one reset the message's AckWait on the server when it arrived.
-  /// Returns, per message in order, whether its confirmation came. One round trip for the whole batch, on one
-  /// pool thread.
-  ///
-  /// A confirmation means the server received the ack, not that this subscriber still holds the delivery: a
-  /// consumer answers the acks of an earlier delivery of a message too.
-  package func inProgressConfirmed(_ messages: [Message], timeout: Duration) async -> [Bool] {
-    guard !messages.isEmpty else { return [] }
-    let connection = handle.connection
-    let subjects = messages.map(\.ackSubject)
-    return await pool.run { () -> [Bool] in
-      var confirmed = [Bool](repeating: false, count: subjects.count)
-      var inboxPointer: UnsafeMutablePointer<natsInbox>?
-      guard natsInbox_Create(&inboxPointer) == NATS_OK, let inboxPointer else { return confirmed }
-      defer { natsInbox_Destroy(inboxPointer) }
-      let inbox = String(cString: inboxPointer)
-      var subscription: OpaquePointer?
-      guard natsConnection_SubscribeSync(&subscription, connection.pointer, "\(inbox).*") == NATS_OK,
-        let subscription
-      else { return confirmed }
-      defer {
-        natsSubscription_Unsubscribe(subscription)
-        natsSubscription_Destroy(subscription)
-      }
-      natsSubscription_SetPendingLimits(subscription, -1, -1)
-      var expected = 0
-      for (index, subject) in subjects.enumerated() {
-        guard let subject else { continue }
-        if natsConnection_PublishRequestString(connection.pointer, subject, "\(inbox).\(index)", "+WPI") == NATS_OK {
-          expected += 1
-        }
-      }
-      guard expected > 0 else { return confirmed }
-      natsConnection_Flush(connection.pointer)
-      let deadline = ContinuousClock.now + timeout
-      var received = 0
-      while received < expected {
-        let left = ContinuousClock.now.duration(to: deadline)
-        guard left > .zero else { break }
-        var reply: OpaquePointer?
-        let status = natsSubscription_NextMsg(&reply, subscription, max(left.clampedMilliseconds, 1))
-        guard status == NATS_OK, let reply else { break }
-        if let subject = string(natsMsg_GetSubject(reply)),
-          let dot = subject.lastIndex(of: "."), let index = Int(subject[subject.index(after: dot)...]),
-          confirmed.indices.contains(index), !confirmed[index]
-        {
-          confirmed[index] = true
-          received += 1
-        }
-        natsMsg_Destroy(reply)
-      }
-      return confirmed
-    }
-  }
-
   /// A message as a stream stores it (a get by sequence or by subject).
   package struct StoredMessage: Sendable, Hashable {
     /// The subject it was stored under.
@@ -239,6 +184,94 @@ extension JetStream {
         subject: string(natsMsg_GetSubject(message)) ?? subject, sequence: natsMsg_GetSequence(message),
         data: payload(of: message), headers: NATSClient.headers(of: message),
         storedAtNanoseconds: natsMsg_GetTime(message))
+    }
+  }
+}
+
+/// Confirms in-progress acks: each round sends an in-progress ack (`+WPI`) for every message as a request and
+/// waits for the server's answers on one inbox subscription kept for all rounds (destroying a subscription while
+/// answers still arrive is what libnats 3.4.1 cannot survive, see SubscriptionReaper.swift). An answered ack
+/// reset the message's AckWait on the server when it arrived: a relay knows until when it holds its requests.
+///
+/// A confirmation means the server received the ack, not that this subscriber still holds the delivery: a
+/// consumer answers the acks of an earlier delivery of a message too.
+package final class InProgressConfirmer: Sendable {
+  private let connection: ConnectionHandle
+  private let subscription: SubscriptionHandle
+  private let prefix: String
+  private let round = Locked<UInt64>(0)
+  private let serializer = SerialLock()
+
+  /// A confirmer on `jetStream`'s connection.
+  package init(_ jetStream: JetStream) async throws(NATSError) {
+    let connection = jetStream.handle.connection
+    self.connection = connection
+    let (pointer, prefix) = try await BlockingThreadPool.shared.run {
+      () throws(NATSError) -> (UncheckedPointer, String) in
+      var inbox: UnsafeMutablePointer<natsInbox>?
+      try checkStatus(natsInbox_Create(&inbox), "in-progress confirmations: inbox")
+      guard let inbox else { throw NATSError(code: .noMemory, message: "in-progress confirmations: no inbox") }
+      let prefix = String(cString: inbox)
+      natsInbox_Destroy(inbox)
+      var subscription: OpaquePointer?
+      try checkStatus(
+        natsConnection_SubscribeSync(&subscription, connection.pointer, "\(prefix).>"),
+        "in-progress confirmations: subscribe")
+      guard let subscription else { throw NATSError(code: .noMemory, message: "in-progress confirmations: no sub") }
+      natsSubscription_SetPendingLimits(subscription, -1, -1)
+      return (UncheckedPointer(subscription), prefix)
+    }
+    subscription = SubscriptionHandle(
+      pointer.pointer, connection: connection, jetStream: nil, label: "in-progress confirmations")
+    self.prefix = prefix
+  }
+
+  /// Sends an in-progress ack for each of `messages` and waits (at most `timeout`) for the answers; returns,
+  /// per message in order, whether its answer came. One round at a time, on one pool thread.
+  package func confirm(_ messages: [JetStream.Message], timeout: Duration) async -> [Bool] {
+    guard !messages.isEmpty else { return [] }
+    let subjects = messages.map(\.ackSubject)
+    let number = round.withLock { round -> UInt64 in
+      round += 1
+      return round
+    }
+    let connection = connection
+    let subscription = subscription
+    let prefix = prefix
+    return await BlockingThreadPool.shared.run { () -> [Bool] in
+      self.serializer.withLock { () -> [Bool] in
+        var confirmed = [Bool](repeating: false, count: subjects.count)
+        let replyPrefix = "\(prefix).\(number)."
+        var expected = 0
+        for (index, subject) in subjects.enumerated() {
+          guard let subject else { continue }
+          if natsConnection_PublishRequestString(connection.pointer, subject, replyPrefix + String(index), "+WPI")
+            == NATS_OK
+          {
+            expected += 1
+          }
+        }
+        guard expected > 0 else { return confirmed }
+        natsConnection_Flush(connection.pointer)
+        let deadline = ContinuousClock.now + timeout
+        var received = 0
+        while received < expected {
+          let left = ContinuousClock.now.duration(to: deadline)
+          guard left > .zero else { break }
+          var reply: OpaquePointer?
+          let status = natsSubscription_NextMsg(&reply, subscription.pointer, max(left.clampedMilliseconds, 1))
+          guard status == NATS_OK, let reply else { break }
+          defer { natsMsg_Destroy(reply) }
+          // Answers of an earlier round that came late are not this round's.
+          guard let subject = string(natsMsg_GetSubject(reply)), subject.hasPrefix(replyPrefix),
+            let index = Int(subject.dropFirst(replyPrefix.count)), confirmed.indices.contains(index),
+            !confirmed[index]
+          else { continue }
+          confirmed[index] = true
+          received += 1
+        }
+        return confirmed
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 // Sources/NATSClient/JetStreamSubscriptions.swift - pull subscriptions (fetch) and ordered consumers (next)
 
 internal import CNATS
+internal import Primitives
 
 extension JetStream {
   /// A pull subscription bound to a consumer: ``fetch(batch:timeout:)`` asks the server for messages.
@@ -42,20 +43,43 @@ extension JetStream {
       let handle = handle
       let pointers = try await BlockingThreadPool.shared.run { () throws(NATSError) -> [UncheckedPointer] in
         try self.fetchLock.withLock { () throws(NATSError) -> [UncheckedPointer] in
-          var list = natsMsgList()
-          var code = jsErrCode(rawValue: 0)
-          let status = natsSubscription_Fetch(
-            &list, handle.pointer, Int32(clamping: batch), max(timeout.clampedMilliseconds, 1), &code)
-          if status == NATS_TIMEOUT { return [] }
-          try checkStatus(status, jetStreamCode: code, operation)
+          // One message per libnats fetch, never more: libnats 3.4.1's fetch writes past the end of its
+          // message array when messages left by an earlier pull request wait in the subscription and fill
+          // part of a batch (it then waits for `batch - left` more while counting from `left`), which
+          // corrupts the heap. A batch of one cannot be partly filled. The first message waits up to
+          // `timeout`; each of the others is asked with no_wait: the server sends it if it has one and
+          // answers "no messages" otherwise, one round trip.
           var pointers: [UncheckedPointer] = []
-          pointers.reserveCapacity(Int(list.Count))
-          for index in 0..<Int(list.Count) {
-            guard let message = list.Msgs?[index] else { continue }
-            pointers.append(UncheckedPointer(message))
-            list.Msgs?[index] = nil  // ours now; natsMsgList_Destroy skips it
+          pointers.reserveCapacity(min(batch, 64))
+          while pointers.count < batch {
+            var list = natsMsgList()
+            var code = jsErrCode(rawValue: 0)
+            let status: natsStatus
+            if pointers.isEmpty {
+              status = natsSubscription_Fetch(&list, handle.pointer, 1, max(timeout.clampedMilliseconds, 1), &code)
+            } else {
+              var request = jsFetchRequest()
+              jsFetchRequest_Init(&request)
+              request.Batch = 1
+              request.NoWait = true
+              // How long to wait for the server's answer (it answers at once).
+              request.Expires = Int64(clamping: timeout.saturatingNanoseconds)
+              status = natsSubscription_FetchRequest(&list, handle.pointer, &request)
+            }
+            if status != NATS_OK {
+              // What was fetched is delivered; an error comes again with the next fetch.
+              if !pointers.isEmpty || status == NATS_TIMEOUT { break }
+              try checkStatus(status, jetStreamCode: code, operation)
+            }
+            let count = Int(list.Count)
+            for index in 0..<count {
+              guard let message = list.Msgs?[index] else { continue }
+              pointers.append(UncheckedPointer(message))
+              list.Msgs?[index] = nil  // ours now; natsMsgList_Destroy skips it
+            }
+            natsMsgList_Destroy(&list)
+            if count == 0 { break }
           }
-          natsMsgList_Destroy(&list)
           return pointers
         }
       }
@@ -118,6 +142,30 @@ extension JetStream {
         try handle.nextMessage(timeout: timeout, operation: operation).map(UncheckedPointer.init)
       }
       return pointer.map { Message(native: $0.pointer, subscription: handle) }
+    }
+
+    /// Up to `limit` messages in stream order: waits at most `timeout` for the first, then takes the ones
+    /// already delivered, without waiting. Empty when none arrived within `timeout`.
+    ///
+    /// Throws like ``next(timeout:)`` only when no message came before the notice; otherwise the messages
+    /// come first and the notice is not repeated (libnats reports it once).
+    package func next(upTo limit: Int, timeout: Duration) async throws(NATSError) -> [Message] {
+      guard limit > 0 else { return [] }
+      let handle = handle
+      let operation = "next messages on ordered consumer of \(stream)"
+      let pointers = try await BlockingThreadPool.shared.run { () throws(NATSError) -> [UncheckedPointer] in
+        var pointers: [UncheckedPointer] = []
+        guard let first = try handle.nextMessage(timeout: timeout, operation: operation) else { return [] }
+        pointers.append(UncheckedPointer(first))
+        while pointers.count < limit {
+          var message: OpaquePointer?
+          // A timeout of 0: what is queued now, or NATS_TIMEOUT at once.
+          guard natsSubscription_NextMsg(&message, handle.pointer, 0) == NATS_OK, let message else { break }
+          pointers.append(UncheckedPointer(message))
+        }
+        return pointers
+      }
+      return pointers.map { Message(native: $0.pointer, subscription: handle) }
     }
 
     /// The server-side consumer's info (its pending count included).

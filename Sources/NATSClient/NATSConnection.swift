@@ -23,7 +23,7 @@ package enum NATSConnectionEvent: Sendable, Hashable {
   /// The cluster announced servers that were not in the configured list.
   case serversDiscovered
   /// An error outside any call: a slow consumer dropped messages, missed heartbeats, a consumer sequence
-  /// mismatch on a subscription (`subject` is the subscription's, when there is one).
+  /// mismatch on a subscription (`subject` names the subscription: its subject, or its stream and consumer).
   case asynchronousError(NATSError, subject: String?)
   /// The connection is closed for good.
   case closed
@@ -213,6 +213,7 @@ package final class NATSConnection: Sendable {
   /// and ``NATSConnectionEvent/closed`` is reported. Idempotent.
   package func close() async {
     let handle = handle
+    handle.sink.closing()
     await BlockingThreadPool.shared.run { natsConnection_Close(handle.pointer) }
     handle.sink.markClosed()
   }
@@ -227,7 +228,10 @@ package final class NATSConnection: Sendable {
     let handle = handle
     defer { handle.sink.markClosed() }
     try await BlockingThreadPool.shared.run { () throws(NATSError) in
-      defer { natsConnection_Close(handle.pointer) }
+      defer {
+        handle.sink.closing()
+        natsConnection_Close(handle.pointer)
+      }
       let status = natsConnection_FlushTimeout(handle.pointer, max(timeout.clampedMilliseconds, 1))
       // Already closed: nothing left to flush.
       if status == NATS_CONNECTION_CLOSED { return }
@@ -297,7 +301,8 @@ package final class NATSConnection: Sendable {
       return UncheckedPointer(subscription)
     }
     return NATSSubscription(
-      subject: subject, handle: SubscriptionHandle(pointer.pointer, connection: handle, jetStream: nil))
+      subject: subject,
+      handle: SubscriptionHandle(pointer.pointer, connection: handle, jetStream: nil, label: subject))
   }
 }
 
@@ -350,10 +355,15 @@ final class ConnectionEventSink: Sendable {
     var streams: [Int: AsyncStream<NATSConnectionEvent>.Continuation] = [:]
     var nextStream = 0
     var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Set by ``closing()``: the disconnect that follows is ours, not a lost server.
+    var closing = false
   }
 
   private let stateLock = Locked(State())
   let logger: Logger
+
+  /// Notes that the connection is being closed on purpose (before natsConnection_Close).
+  func closing() { stateLock.withLock { $0.closing = true } }
 
   init(logger: Logger) {
     self.logger = logger
@@ -407,7 +417,11 @@ final class ConnectionEventSink: Sendable {
       return (streams, waiters, true)
     }
     guard isNew else { return }
-    log(event)
+    if case .disconnected = event, stateLock.withLock({ $0.closing }) {
+      logger.debug("NATS disconnected: closing")
+    } else {
+      log(event)
+    }
     for stream in streams {
       stream.yield(event)
       if case .closed = event { stream.finish() }
@@ -477,8 +491,9 @@ private let discoveredServersCallback: natsConnectionHandler = { _, closure in
 
 private let asynchronousErrorCallback: natsErrHandler = { _, subscription, status, closure in
   guard let sink = connectionEventSinks.target(for: closure) else { return }
-  // libnats retains the subscription for the length of this callback.
-  let subject = subscription.flatMap { natsSubscription_GetSubject($0) }.map { String(cString: $0) }
+  // libnats 3.4.1 does not retain the subscription for this callback (it may be freed already): named
+  // from our own table, never read.
+  let subject = subscription.flatMap { SubscriptionHandle.label(of: $0) }
   let error = NATSError(
     code: NATSError.Code(rawValue: status.rawValue),
     message: "asynchronous: \(String(cString: natsStatus_GetText(status)))")

@@ -141,7 +141,9 @@ package struct NATSServerURL: Sendable, Hashable, CustomStringConvertible {
       }
       host = rest[rest.index(after: rest.startIndex)..<close]
       let after = rest[rest.index(after: close)...]
-      if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+      if after.hasPrefix(":") {
+        portText = after.dropFirst()
+      } else if !after.isEmpty {
         throw NATSError(code: .invalidArgument, message: "NATS URL: unexpected text after ]")
       }
     } else if let colon = rest.lastIndex(of: ":") {

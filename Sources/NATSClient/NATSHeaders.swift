@@ -60,7 +60,8 @@ package struct NATSHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionar
   package func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
   /// Rejects names and values that would break the header block (libnats writes them as they are): a name
-  /// must be non-empty printable ASCII without `:`; a value may not contain CR or LF.
+  /// must be non-empty printable ASCII without `:`; a value must be non-empty (libnats' reader would take the
+  /// next line for an empty one) and may not contain CR or LF.
   func validate(operation: String) throws(NATSError) {
     for field in fields {
       let nameIsValid =
@@ -70,6 +71,10 @@ package struct NATSHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionar
       }
       guard !field.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A }) else {
         throw NATSError(code: .invalidArgument, message: "\(operation): header \(field.name) has a line break")
+      }
+      // libnats' reader takes the next line as an empty value's (and trims spaces around values).
+      guard !field.value.isEmpty else {
+        throw NATSError(code: .invalidArgument, message: "\(operation): header \(field.name) has an empty value")
       }
     }
   }

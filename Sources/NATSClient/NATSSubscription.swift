@@ -1,6 +1,7 @@
 // Sources/NATSClient/NATSSubscription.swift - core NATS messages and subscriptions
 
 internal import CNATS
+internal import Primitives
 
 /// A core NATS message: subject, optional reply subject, payload and headers.
 package struct NATSMessage: Sendable, Hashable {
@@ -70,17 +71,26 @@ final class SubscriptionHandle: @unchecked Sendable {
   let connection: ConnectionHandle
   let jetStream: JetStreamHandle?
 
-  init(_ pointer: OpaquePointer, connection: ConnectionHandle, jetStream: JetStreamHandle?) {
+  /// `label` names the subscription in asynchronous errors (its subject, or stream and consumer).
+  init(_ pointer: OpaquePointer, connection: ConnectionHandle, jetStream: JetStreamHandle?, label: String) {
     self.pointer = pointer
     self.connection = connection
     self.jetStream = jetStream
+    liveSubscriptions.withLock { $0[Self.key(pointer)] = label }
   }
 
   deinit {
+    liveSubscriptions.withLock { _ = $0.removeValue(forKey: Self.key(pointer)) }
     // Not natsSubscription_Destroy here: libnats' read loop may be using the subscription (see
     // SubscriptionReaper). The connection and context are released after the subscription is destroyed.
     SubscriptionReaper.shared.destroy(UncheckedPointer(pointer), connection: connection, owners: jetStream)
   }
+
+  static func key(_ pointer: OpaquePointer) -> UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pointer))) }
+
+  /// The label of the subscription at `pointer` while its handle lives; never touches the pointer (libnats'
+  /// asynchronous error callback may name a subscription that is already freed).
+  static func label(of pointer: OpaquePointer) -> String? { liveSubscriptions.withLock { $0[key(pointer)] } }
 
   /// natsSubscription_NextMsg; nil at the timeout. Call on a pool thread.
   func nextMessage(timeout: Duration, operation: @autoclosure () -> String) throws(NATSError) -> OpaquePointer? {
@@ -102,3 +112,6 @@ final class SubscriptionHandle: @unchecked Sendable {
     }
   }
 }
+
+/// The labels of the subscriptions whose handles live, by libnats address.
+private let liveSubscriptions = Locked<[UInt: String]>([:])

@@ -39,7 +39,9 @@ extension NATSClientTests {
       #expect(configuration.redactedServers == ["nats://h:1", "nats://h:2"])
       configuration.servers = ["nats://a:b@h:1"]
       configuration.credentials = .token("x")
-      #expect(throws: NATSError.self) { try NATSConnectionConfiguration.servers(fromURLs: ["nats://a:b@h", "nats://c:d@h"]) }
+      #expect(throws: NATSError.self) {
+        try NATSConnectionConfiguration.servers(fromURLs: ["nats://a:b@h", "nats://c:d@h"])
+      }
     }
 
     @Test("user and password, from the URL or the options; a wrong one fails; neither shows in errors or logs")
@@ -62,7 +64,8 @@ extension NATSClientTests {
         await fromOptions.close()
         var refused: (any Error)?
         do {
-          _ = try await connect(["nats://relay:wrong-\(Self.password)@127.0.0.1:\(port)"], logger: testLogger(capture)) {
+          _ = try await connect(["nats://relay:wrong-\(Self.password)@127.0.0.1:\(port)"], logger: testLogger(capture))
+          {
             $0.reconnect = .disabled
           }
         } catch {
