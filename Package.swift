@@ -316,6 +316,8 @@ let targets: [Target] = [
       "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
       .product(name: "CoreMetrics", package: "swift-metrics"),
       .product(name: "MetricsTestKit", package: "swift-metrics"),
+      .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+      .product(name: "Tracing", package: "swift-distributed-tracing"),
     ],
     swiftSettings: defaultSwiftSettings
   ),

@@ -755,27 +755,51 @@ public struct Trip: ProtoMessage, Hashable {
     if fields & (1 << 9) != 0 { size += WireSize.repeatedMessage(route, field: 9) }
     if fields & (1 << 10) != 0, numberOfPassengers != 0 { size += WireSize.int32(numberOfPassengers, field: 10) }
     if fields & (1 << 11) != 0, let lastLocation { size += WireSize.message(lastLocation, field: 11) }
-    if fields & (1 << 12) != 0, let remainingDistanceMeters { size += WireSize.message(remainingDistanceMeters, field: 12) }
+    if fields & (1 << 12) != 0, let remainingDistanceMeters {
+      size += WireSize.message(remainingDistanceMeters, field: 12)
+    }
     if fields & (1 << 13) != 0, let etaToFirstWaypoint { size += WireSize.message(etaToFirstWaypoint, field: 13) }
     if fields & (1 << 14) != 0 { size += WireSize.repeatedMessage(intermediateDestinations, field: 14) }
-    if fields & (1 << 15) != 0, intermediateDestinationIndex != 0 { size += WireSize.int32(intermediateDestinationIndex, field: 15) }
+    if fields & (1 << 15) != 0, intermediateDestinationIndex != 0 {
+      size += WireSize.int32(intermediateDestinationIndex, field: 15)
+    }
     if fields & (1 << 16) != 0 { size += WireSize.repeatedMessage(remainingWaypoints, field: 16) }
-    if fields & (1 << 17) != 0, let currentRouteSegmentVersion { size += WireSize.message(currentRouteSegmentVersion, field: 17) }
-    if fields & (1 << 19) != 0, let remainingWaypointsVersion { size += WireSize.message(remainingWaypointsVersion, field: 19) }
+    if fields & (1 << 17) != 0, let currentRouteSegmentVersion {
+      size += WireSize.message(currentRouteSegmentVersion, field: 17)
+    }
+    if fields & (1 << 19) != 0, let remainingWaypointsVersion {
+      size += WireSize.message(remainingWaypointsVersion, field: 19)
+    }
     if fields & (1 << 20) != 0 { size += WireSize.repeatedMessage(vehicleWaypoints, field: 20) }
     if fields & (1 << 21) != 0, !currentRouteSegment.isEmpty { size += WireSize.string(currentRouteSegment, field: 21) }
     if fields & (1 << 22) != 0, let actualPickupPoint { size += WireSize.message(actualPickupPoint, field: 22) }
     if fields & (1 << 23) != 0, let actualDropoffPoint { size += WireSize.message(actualDropoffPoint, field: 23) }
-    if fields & (1 << 24) != 0, let currentRouteSegmentEndPoint { size += WireSize.message(currentRouteSegmentEndPoint, field: 24) }
-    if fields & (1 << 25) != 0, let intermediateDestinationsVersion { size += WireSize.message(intermediateDestinationsVersion, field: 25) }
+    if fields & (1 << 24) != 0, let currentRouteSegmentEndPoint {
+      size += WireSize.message(currentRouteSegmentEndPoint, field: 24)
+    }
+    if fields & (1 << 25) != 0, let intermediateDestinationsVersion {
+      size += WireSize.message(intermediateDestinationsVersion, field: 25)
+    }
     if fields & (1 << 26) != 0, lastLocationSnappable { size += WireSize.bool(lastLocationSnappable, field: 26) }
-    if fields & (1 << 27) != 0, let remainingTimeToFirstWaypoint { size += WireSize.message(remainingTimeToFirstWaypoint, field: 27) }
-    if fields & (1 << 28) != 0, let currentRouteSegmentTraffic { size += WireSize.message(currentRouteSegmentTraffic, field: 28) }
-    if fields & (1 << 29) != 0, let remainingWaypointsRouteVersion { size += WireSize.message(remainingWaypointsRouteVersion, field: 29) }
-    if fields & (1 << 30) != 0, let currentRouteSegmentTrafficVersion { size += WireSize.message(currentRouteSegmentTrafficVersion, field: 30) }
+    if fields & (1 << 27) != 0, let remainingTimeToFirstWaypoint {
+      size += WireSize.message(remainingTimeToFirstWaypoint, field: 27)
+    }
+    if fields & (1 << 28) != 0, let currentRouteSegmentTraffic {
+      size += WireSize.message(currentRouteSegmentTraffic, field: 28)
+    }
+    if fields & (1 << 29) != 0, let remainingWaypointsRouteVersion {
+      size += WireSize.message(remainingWaypointsRouteVersion, field: 29)
+    }
+    if fields & (1 << 30) != 0, let currentRouteSegmentTrafficVersion {
+      size += WireSize.message(currentRouteSegmentTrafficVersion, field: 30)
+    }
     if fields & (1 << 31) != 0, view.rawValue != 0 { size += WireSize.enum(view, field: 31) }
-    if fields & (1 << 32) != 0, let actualPickupArrivalPoint { size += WireSize.message(actualPickupArrivalPoint, field: 32) }
-    if fields & (1 << 33) != 0 { size += WireSize.repeatedMessage(actualIntermediateDestinationArrivalPoints, field: 33) }
+    if fields & (1 << 32) != 0, let actualPickupArrivalPoint {
+      size += WireSize.message(actualPickupArrivalPoint, field: 32)
+    }
+    if fields & (1 << 33) != 0 {
+      size += WireSize.repeatedMessage(actualIntermediateDestinationArrivalPoints, field: 33)
+    }
     if fields & (1 << 34) != 0 { size += WireSize.repeatedMessage(actualIntermediateDestinations, field: 34) }
     if fields & (1 << 35) != 0 { size += WireSize.repeatedMessage(attributes, field: 35) }
     return size
@@ -798,23 +822,43 @@ public struct Trip: ProtoMessage, Hashable {
     if fields & (1 << 12) != 0, let remainingDistanceMeters { writer.writeMessage(remainingDistanceMeters, field: 12) }
     if fields & (1 << 13) != 0, let etaToFirstWaypoint { writer.writeMessage(etaToFirstWaypoint, field: 13) }
     if fields & (1 << 14) != 0 { writer.writeRepeatedMessage(intermediateDestinations, field: 14) }
-    if fields & (1 << 15) != 0, intermediateDestinationIndex != 0 { writer.writeInt32(intermediateDestinationIndex, field: 15) }
+    if fields & (1 << 15) != 0, intermediateDestinationIndex != 0 {
+      writer.writeInt32(intermediateDestinationIndex, field: 15)
+    }
     if fields & (1 << 16) != 0 { writer.writeRepeatedMessage(remainingWaypoints, field: 16) }
-    if fields & (1 << 17) != 0, let currentRouteSegmentVersion { writer.writeMessage(currentRouteSegmentVersion, field: 17) }
-    if fields & (1 << 19) != 0, let remainingWaypointsVersion { writer.writeMessage(remainingWaypointsVersion, field: 19) }
+    if fields & (1 << 17) != 0, let currentRouteSegmentVersion {
+      writer.writeMessage(currentRouteSegmentVersion, field: 17)
+    }
+    if fields & (1 << 19) != 0, let remainingWaypointsVersion {
+      writer.writeMessage(remainingWaypointsVersion, field: 19)
+    }
     if fields & (1 << 20) != 0 { writer.writeRepeatedMessage(vehicleWaypoints, field: 20) }
     if fields & (1 << 21) != 0, !currentRouteSegment.isEmpty { writer.writeString(currentRouteSegment, field: 21) }
     if fields & (1 << 22) != 0, let actualPickupPoint { writer.writeMessage(actualPickupPoint, field: 22) }
     if fields & (1 << 23) != 0, let actualDropoffPoint { writer.writeMessage(actualDropoffPoint, field: 23) }
-    if fields & (1 << 24) != 0, let currentRouteSegmentEndPoint { writer.writeMessage(currentRouteSegmentEndPoint, field: 24) }
-    if fields & (1 << 25) != 0, let intermediateDestinationsVersion { writer.writeMessage(intermediateDestinationsVersion, field: 25) }
+    if fields & (1 << 24) != 0, let currentRouteSegmentEndPoint {
+      writer.writeMessage(currentRouteSegmentEndPoint, field: 24)
+    }
+    if fields & (1 << 25) != 0, let intermediateDestinationsVersion {
+      writer.writeMessage(intermediateDestinationsVersion, field: 25)
+    }
     if fields & (1 << 26) != 0, lastLocationSnappable { writer.writeBool(lastLocationSnappable, field: 26) }
-    if fields & (1 << 27) != 0, let remainingTimeToFirstWaypoint { writer.writeMessage(remainingTimeToFirstWaypoint, field: 27) }
-    if fields & (1 << 28) != 0, let currentRouteSegmentTraffic { writer.writeMessage(currentRouteSegmentTraffic, field: 28) }
-    if fields & (1 << 29) != 0, let remainingWaypointsRouteVersion { writer.writeMessage(remainingWaypointsRouteVersion, field: 29) }
-    if fields & (1 << 30) != 0, let currentRouteSegmentTrafficVersion { writer.writeMessage(currentRouteSegmentTrafficVersion, field: 30) }
+    if fields & (1 << 27) != 0, let remainingTimeToFirstWaypoint {
+      writer.writeMessage(remainingTimeToFirstWaypoint, field: 27)
+    }
+    if fields & (1 << 28) != 0, let currentRouteSegmentTraffic {
+      writer.writeMessage(currentRouteSegmentTraffic, field: 28)
+    }
+    if fields & (1 << 29) != 0, let remainingWaypointsRouteVersion {
+      writer.writeMessage(remainingWaypointsRouteVersion, field: 29)
+    }
+    if fields & (1 << 30) != 0, let currentRouteSegmentTrafficVersion {
+      writer.writeMessage(currentRouteSegmentTrafficVersion, field: 30)
+    }
     if fields & (1 << 31) != 0, view.rawValue != 0 { writer.writeEnum(view, field: 31) }
-    if fields & (1 << 32) != 0, let actualPickupArrivalPoint { writer.writeMessage(actualPickupArrivalPoint, field: 32) }
+    if fields & (1 << 32) != 0, let actualPickupArrivalPoint {
+      writer.writeMessage(actualPickupArrivalPoint, field: 32)
+    }
     if fields & (1 << 33) != 0 { writer.writeRepeatedMessage(actualIntermediateDestinationArrivalPoints, field: 33) }
     if fields & (1 << 34) != 0 { writer.writeRepeatedMessage(actualIntermediateDestinations, field: 34) }
     if fields & (1 << 35) != 0 { writer.writeRepeatedMessage(attributes, field: 35) }

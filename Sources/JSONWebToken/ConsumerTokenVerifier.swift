@@ -163,7 +163,9 @@ package enum JSONWebKeySet {
   /// - Throws: ``JWTError`` (`malformed` or `invalidKey`) naming what is wrong, never quoting key material.
   package static func keys(fromJSON json: [UInt8]) throws(JWTError) -> [ConsumerTokenVerifier.Key] {
     let object = try JSONReader.parseObject(json, context: "JWKS")
-    guard case .array(let entries)? = object["keys"] else { throw JWTError(.malformed, "the JWKS has no \"keys\" array") }
+    guard case .array(let entries)? = object["keys"] else {
+      throw JWTError(.malformed, "the JWKS has no \"keys\" array")
+    }
     var keys: [ConsumerTokenVerifier.Key] = []
     for (index, entry) in entries.enumerated() {
       guard case .object(let key) = entry else { throw JWTError(.malformed, "JWKS key \(index) is not an object") }

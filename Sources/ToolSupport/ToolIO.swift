@@ -78,7 +78,9 @@ package func readCredentialFile(_ path: String, option: String, maxBytes: Int = 
     guard read > 0 else { throw ToolFailure(.invalidInput, "cannot read \(option) \(path): errno \(errno)") }
     count += read
   }
-  guard count <= maxBytes else { throw ToolFailure(.invalidInput, "\(option) \(path) is larger than \(maxBytes) bytes") }
+  guard count <= maxBytes else {
+    throw ToolFailure(.invalidInput, "\(option) \(path) is larger than \(maxBytes) bytes")
+  }
   return Array(bytes[0..<count])
 }
 

@@ -22,6 +22,7 @@ internal import JourneySharing
 internal import Logging
 internal import NATSClient
 internal import Primitives
+internal import Synchronization
 
 /// One follow request the relay holds (see the file comment). Thread-safe.
 final class FollowLease: Sendable {
@@ -34,12 +35,13 @@ final class FollowLease: Sendable {
 
   private struct State {
     var message: JetStream.Message?
-    /// The latest time (monotonic) at which the server is known to have had the request's AckWait restart.
-    var confirmedAt: UInt64
     var ended = false
   }
 
   private let state: Locked<State>
+  /// The latest time (monotonic) at which the server is known to have had the request's AckWait restart; an
+  /// atomic, as the expiry check reads every lease's several times a second.
+  private let confirmedTime: Atomic<UInt64>
 
   /// The lease of `message`, delivered for the `delivery`th time, taken at `takenAt` (monotonic). A lease
   /// without a message (a test's) is released by whoever keeps it.
@@ -47,7 +49,8 @@ final class FollowLease: Sendable {
     self.name = name
     self.streamSequence = message?.metadata?.streamSequence ?? 0
     self.delivery = delivery
-    state = Locked(State(message: message, confirmedAt: takenAt))
+    state = Locked(State(message: message))
+    confirmedTime = Atomic(takenAt)
   }
 
   /// The newest delivery of the request (a redelivery to this relay replaces it).
@@ -55,9 +58,9 @@ final class FollowLease: Sendable {
 
   func replace(_ newer: JetStream.Message) { state.withLock { $0.message = newer } }
 
-  func confirmed(at time: UInt64) { state.withLock { $0.confirmedAt = max($0.confirmedAt, time) } }
+  func confirmed(at time: UInt64) { confirmedTime.max(time, ordering: .relaxed) }
 
-  var confirmedAt: UInt64 { state.withLock { $0.confirmedAt } }
+  var confirmedAt: UInt64 { confirmedTime.load(ordering: .relaxed) }
 
   /// Marks the lease ended; false when it already was (each lease ends once).
   func end() -> Bool {
@@ -265,6 +268,7 @@ final class FollowWorkQueue: LeaseKeeper {
   /// Every `inProgressInterval`: an in-progress ack for every lease, each confirmation moving its lease on.
   private func heartbeatLoop() async {
     let interval = configuration.inProgressInterval
+    var confirmer: InProgressConfirmer?
     while !Task.isCancelled {
       try? await Task.sleep(for: interval)
       let leases = state.withLock { Array($0.leases.values) }
@@ -272,11 +276,36 @@ final class FollowWorkQueue: LeaseKeeper {
         if stopping { return }
         continue
       }
+      if confirmer == nil { confirmer = try? await InProgressConfirmer(jetStream) }
+      guard let confirmer else { continue }
       let sentAt = monotonicNanoseconds()
       let held = leases.compactMap { lease in lease.message.map { (lease, $0) } }
-      let confirmed = await jetStream.inProgressConfirmed(held.map(\.1), timeout: min(interval, .seconds(2)))
+      let timeout = min(interval, .seconds(2))
+      // A consumer leader cut off from its quorum answers in-progress acks until it notices (seconds), while
+      // the majority's new leader hands the requests to another relay. So a round counts only if the relay
+      // can also store a message now, which takes a quorum of the state stream's replicas: a heartbeat.
+      async let quorum = storeHeartbeat(timeout: timeout)
+      let confirmed = await confirmer.confirm(held.map(\.1), timeout: timeout)
+      guard await quorum else {
+        metrics.heartbeatFailures.increment()
+        continue
+      }
       for ((lease, _), ok) in zip(held, confirmed) where ok { lease.confirmed(at: sentAt) }
       if stopping && heldCount == 0 { return }
+    }
+  }
+
+  /// Stores this relay's heartbeat in the state stream; true once stored (by a quorum of its replicas).
+  private func storeHeartbeat(timeout: Duration) async -> Bool {
+    let message = JetStream.OutboundMessage(
+      subject: configuration.names.heartbeatSubject(relayID: configuration.relayID),
+      data: Array(String(unixTime()).utf8), headers: [RelayNaming.relayHeader: configuration.relayID])
+    do throws(NATSError) {
+      _ = try await jetStream.publish(message, timeout: timeout)
+      return true
+    } catch {
+      logger.debug("storing the relay's heartbeat failed", metadata: ["error": "\(error)"])
+      return false
     }
   }
 

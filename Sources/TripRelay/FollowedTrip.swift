@@ -22,6 +22,8 @@ internal import GRPCProtocol
 internal import JourneySharing
 internal import Logging
 internal import Primitives
+internal import Synchronization
+internal import Tracing
 
 /// One trip the relay follows (see the file comment). `@unchecked Sendable`: confined to `scheduler`.
 final class FollowedTrip: TripObserver, @unchecked Sendable {
@@ -29,6 +31,8 @@ final class FollowedTrip: TripObserver, @unchecked Sendable {
   let lease: FollowLease
   let model: TripModel
   let scheduler: any GRPCScheduler
+  /// The follow's span (`relay.follow`), when tracing is on: from taking the request to letting it go.
+  let span: (any Span)?
   private unowned let following: TripFollowing
   private var configuration: RelayConfiguration { following.configuration }
 
@@ -48,18 +52,20 @@ final class FollowedTrip: TripObserver, @unchecked Sendable {
   private var stopped = false
   private var generator = SystemRandomNumberGenerator()
 
-  init(lease: FollowLease, model: TripModel, following: TripFollowing) {
+  init(lease: FollowLease, model: TripModel, following: TripFollowing, span: (any Span)? = nil) {
     self.name = lease.name
     self.lease = lease
     self.model = model
     self.scheduler = model.scheduler
     self.following = following
+    self.span = span
   }
 
   // MARK: - From the trip's pipeline (on the scheduler)
 
   func trip(_ snapshot: TripSnapshot, changedFields fields: UInt64, full: Bool) {
     guard !stopped else { return }
+    following.upstreamUpdates.add(1, ordering: .relaxed)
     permissionErrorSince = nil
     pendingFields |= fields
     if full { pendingFull = true }

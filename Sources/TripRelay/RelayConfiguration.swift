@@ -6,6 +6,7 @@ package import JSONWebToken
 package import JourneySharing
 package import Logging
 package import NATSClient
+package import Tracing
 
 /// How a ``TripRelay`` runs.
 package struct RelayConfiguration: Sendable {
@@ -77,6 +78,9 @@ package struct RelayConfiguration: Sendable {
   package var metricsFactory: (any MetricsFactory)?
   /// Where the relay logs. Silent unless given one.
   package var logger: Logger
+  /// Where the `relay.follow` and `relay.watch` spans go; nil: the global `InstrumentationSystem`'s tracer (no
+  /// spans unless one is bootstrapped).
+  package var tracer: (any Tracer)?
 
   /// A relay named `relayID` following `upstream`'s trips for the cluster `names`, on NATS `nats`.
   package init(
@@ -112,18 +116,27 @@ package struct RelayConfiguration: Sendable {
     self.fetchBatch = 32
     self.historyReadAttempts = 8
     self.firstStateTimeout = .seconds(60)
-    self.watcherBufferLimit = 1 << 20
+    self.watcherBufferLimit = 64 << 10
     self.watcherStallTimeout = .seconds(60)
     self.maxResumeUpdates = 10_000
     self.metricsFactory = nil
     self.logger = logger
+    self.tracer = nil
+  }
+
+  /// The tracer spans go to, or nil when none would record them.
+  var activeTracer: (any Tracer)? {
+    if let tracer { return tracer }
+    let global = InstrumentationSystem.tracer
+    return global is NoOpTracer ? nil : global
   }
 
   /// Throws unless the parts agree (the upstream's provider is the names').
   func validate() throws(RelayConfigurationError) {
     guard upstream.providerID == names.providerID else {
       throw RelayConfigurationError(
-        "the upstream's provider \(upstream.providerID.debugDescription) is not the relay's \(names.providerID.debugDescription)")
+        "the upstream's provider \(upstream.providerID.debugDescription) is not the relay's \(names.providerID.debugDescription)"
+      )
     }
     guard ackWait >= .seconds(1) else { throw RelayConfigurationError("AckWait must be at least 1 s") }
     guard inProgressInterval > .zero, inProgressInterval * 2 <= ackWait else {
@@ -193,4 +206,6 @@ package struct RelayStatistics: Sendable, Hashable {
   package var released = 0
   /// Downstream gRPC watchers open now.
   package var watchers = 0
+  /// Updates merged upstream over every followed trip (what the records published carry).
+  package var upstreamUpdates = 0
 }

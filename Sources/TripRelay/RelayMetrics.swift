@@ -4,6 +4,7 @@
 // - `trips_held` (gauge): trips this relay follows now.
 // - `follow_requests_total{outcome}`: requests taken, acked, nakd, termed, lost (lease), handed_over.
 // - `takeovers_total`: follows of a request another relay held before.
+// - `heartbeat_failures_total`: lease rounds that did not count, the relay's heartbeat not stored by a quorum.
 // - `publishes_total{result}`: updates stored, duplicate, conflict (another relay published), retried, failed.
 // - `publish_latency_seconds` (timer): from handing an update to JetStream to its ack.
 // - `state_publishes_total`: whole states written to `TRIPSTATE`.
@@ -30,6 +31,7 @@ final class RelayMetrics: Sendable {
   let lost: Counter
   let handedOver: Counter
   let takeovers: Counter
+  let heartbeatFailures: Counter
   let stored: Counter
   let duplicates: Counter
   let conflicts: Counter
@@ -62,6 +64,7 @@ final class RelayMetrics: Sendable {
     lost = counter("follow_requests_total", [("outcome", "lost")])
     handedOver = counter("follow_requests_total", [("outcome", "handed_over")])
     takeovers = counter("takeovers_total")
+    heartbeatFailures = counter("heartbeat_failures_total")
     stored = counter("publishes_total", [("result", "stored")])
     duplicates = counter("publishes_total", [("result", "duplicate")])
     conflicts = counter("publishes_total", [("result", "conflict")])

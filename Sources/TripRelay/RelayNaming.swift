@@ -131,6 +131,12 @@ package struct RelayNames: Sendable, Hashable {
     return "trips.\(clusterToken).\(providerToken).\(partition(of: name)).\(RelayNaming.token(name.tripID))"
   }
 
+  /// Where relay `relayID` stores its heartbeats (in `TRIPSTATE`, one kept per relay): `%RL` and the relay's
+  /// token, which no trip's token can be (``RelayNaming/token(_:)`` writes `%` only before two hex digits).
+  package func heartbeatSubject(relayID: String) -> String {
+    "tripstate.\(clusterToken).\(providerToken).%RL\(RelayNaming.token(relayID))"
+  }
+
   /// Where `name`'s latest state is kept.
   package func stateSubject(_ name: TripName) -> String {
     "tripstate.\(clusterToken).\(providerToken).\(RelayNaming.token(name.tripID))"
@@ -248,14 +254,14 @@ package struct RelayPermissions: Sendable, Hashable {
   package var subscribe: [String]
 
   /// A relay of `names`' cluster and provider: its streams and JetStream's API (it creates its streams), the
-  /// acks of its follow requests, and replies.
+  /// acks of its follow requests, flow control of the ordered consumers that read `TRIPS`, and replies.
   package static func relay(_ names: RelayNames) -> RelayPermissions {
     let prefix = "\(names.cluster).\(RelayNaming.token(names.providerID))"
     return RelayPermissions(
       publish: [
         "trips.\(prefix).>", "tripstate.\(prefix).>", "follow.\(prefix).>", "$JS.API.>",
-        "$JS.ACK.\(names.followStream).>", "_INBOX.>",
-      ],
+        "$JS.ACK.\(names.followStream).>",
+      ] + names.tripsStreams.map { "$JS.FC.\($0).>" } + ["_INBOX.>"],
       subscribe: ["_INBOX.>"])
   }
 
@@ -271,7 +277,9 @@ package struct RelayPermissions: Sendable, Hashable {
         "$JS.API.CONSUMER.DELETE.\(stream).*", "$JS.API.CONSUMER.MSG.NEXT.\(stream).*", "$JS.ACK.\(stream).>",
       ]
     }
-    publish += ["$JS.API.STREAM.MSG.GET.\(names.stateStream)", "$JS.FC.>"]
+    publish += ["$JS.API.STREAM.MSG.GET.\(names.stateStream)"]
+    // Flow control replies of push consumers (`$JS.FC.<stream>.<consumer>.<id>`).
+    publish += (names.tripsStreams + [names.stateStream]).map { "$JS.FC.\($0).>" }
     return RelayPermissions(publish: publish, subscribe: ["_INBOX.>"])
   }
 

@@ -188,7 +188,8 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
       guard joinsInProgress[principal, default: 0] < configuration.maxJoinsInProgressPerCaller else {
         return refuse(
           call, .resourceExhausted,
-          "too many watches of new trips from this caller at once (\(configuration.maxJoinsInProgressPerCaller)): watch again later")
+          "too many watches of new trips from this caller at once (\(configuration.maxJoinsInProgressPerCaller)): watch again later"
+        )
       }
       joinsInProgress[principal, default: 0] += 1
       let partition = configuration.names.partition(of: name)
@@ -201,8 +202,8 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
   }
 
   private func startWatchSpan(_ name: TripName, principal: String) -> (any Span)? {
-    guard InstrumentationSystem.tracer is NoOpTracer == false else { return nil }
-    let span = InstrumentationSystem.tracer.startSpan("relay.watch", ofKind: .server)
+    guard let tracer = configuration.activeTracer else { return nil }
+    let span = tracer.startSpan("relay.watch", ofKind: .server)
     span.attributes["trip.name"] = name.description
     span.attributes["rpc.system"] = "grpc"
     span.attributes["rpc.service"] = "journeysharing.v1.TripStreamService"

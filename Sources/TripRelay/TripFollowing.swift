@@ -12,6 +12,8 @@ internal import GRPCProtocol
 internal import JourneySharing
 internal import Logging
 internal import Primitives
+internal import Synchronization
+internal import Tracing
 
 /// The trips a relay follows (see the file comment). Thread-safe.
 final class TripFollowing: Sendable {
@@ -26,6 +28,8 @@ final class TripFollowing: Sendable {
   private let onEvent: (@Sendable (RelayEvent) -> Void)?
   private let state = Locked(State())
   private let errorLog: RateLimitedLog
+  /// Updates merged upstream, over every followed trip (counted on the trips' loops).
+  let upstreamUpdates = Atomic<Int>(0)
 
   private struct State {
     var trips: [String: FollowedTrip] = [:]
@@ -52,6 +56,7 @@ final class TripFollowing: Sendable {
     state.withLock { state in
       var statistics = state.statistics
       statistics.following = state.trips.count
+      statistics.upstreamUpdates = upstreamUpdates.load(ordering: .relaxed)
       return statistics
     }
   }
@@ -62,7 +67,7 @@ final class TripFollowing: Sendable {
   func acquired(_ lease: FollowLease) {
     let key = lease.name.description
     let model = services.tripService.tripModel(forTripName: key)
-    let trip = FollowedTrip(lease: lease, model: model, following: self)
+    let trip = FollowedTrip(lease: lease, model: model, following: self, span: startFollowSpan(lease))
     let start = state.withLock { state -> Bool in
       guard !state.stopping, state.trips[key] == nil else { return false }
       state.trips[key] = trip
@@ -71,12 +76,23 @@ final class TripFollowing: Sendable {
       return true
     }
     guard start else {
+      trip.span?.end()
       Task { await queue.release(lease, .nak(delay: nil)) }
       return
     }
     logger.debug("follow start", metadata: ["trip": "\(key)", "delivery": "\(lease.delivery)"])
     onEvent?(.followStarted(trip: key, delivery: lease.delivery, at: unixTime()))
     model.addObserver(trip)
+  }
+
+  /// A `relay.follow` span for `lease`'s follow, when a tracer is bootstrapped.
+  private func startFollowSpan(_ lease: FollowLease) -> (any Span)? {
+    guard let tracer = configuration.activeTracer else { return nil }
+    let span = tracer.startSpan("relay.follow", ofKind: .internal)
+    span.attributes["trip.name"] = lease.name.description
+    span.attributes["relay.delivery"] = Int(clamping: lease.delivery)
+    span.attributes["relay.takeover"] = lease.delivery > 1
+    return span
   }
 
   /// The queue could not confirm `lease` in time (already abandoned): stop following.
@@ -106,6 +122,13 @@ final class TripFollowing: Sendable {
     let queue = queue
     let lease = trip.lease
     Task { await queue.release(lease, release) }
+    if let span = trip.span {
+      span.attributes["relay.stop_reason"] = reason.rawValue
+      if reason == .rejected || reason == .leaseLost || reason == .released {
+        span.setStatus(SpanStatus(code: .error, message: reason.rawValue))
+      }
+      span.end()
+    }
     logger.debug("follow stop", metadata: ["trip": "\(key)", "reason": "\(reason.rawValue)"])
     onEvent?(.followStopped(trip: key, reason: reason, at: unixTime()))
   }

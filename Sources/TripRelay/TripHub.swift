@@ -66,9 +66,11 @@ final class TripHub: @unchecked Sendable {
   private var isFinal = false
   private var refusal: GRPCStatus?
   /// The latest updates folded (for watchers that resume), and the sequence after which they are complete.
-  private var recent: [TripsMessage] = []
+  /// The latest updates folded, as stored (no decoded copy: a hub keeps its trip once), for watchers that
+  /// resume; complete after `recentFloor`.
+  private var recent: [(sequence: UInt64, body: [UInt8])] = []
   private var recentFloor: UInt64 = 0
-  private static let recentLimit = 128
+  private static let recentLimit = 32
   /// Updates the feed brought while catching up.
   private var pendingLive: [TripsMessage] = []
   private var watchers: [ObjectIdentifier: Watcher] = [:]
@@ -225,7 +227,8 @@ final class TripHub: @unchecked Sendable {
     guard phase == .catchingUp else { return }
     end(
       GRPCStatus(
-        code: .unavailable, message: "the relay cannot read the trip's state from \(configuration.names.stateStream): \(reason)"))
+        code: .unavailable,
+        message: "the relay cannot read the trip's state from \(configuration.names.stateStream): \(reason)"))
   }
 
   private func caughtUp() {
@@ -325,7 +328,7 @@ final class TripHub: @unchecked Sendable {
     trip = folded
     last = message.sequence
     isFinal = folded.isFinal
-    recent.append(message)
+    recent.append((message.sequence, message.body))
     if recent.count > Self.recentLimit {
       recentFloor = recent.removeFirst().sequence
     }
@@ -370,7 +373,9 @@ final class TripHub: @unchecked Sendable {
     } else if watcher.after >= recentFloor {
       watcher.phase = .live
       for message in recent where message.sequence > watcher.after {
-        send(TripStreamWriter.stamped(message.body, sequence: message.sequence, sendTime: now), sequence: message.sequence, to: watcher)
+        send(
+          TripStreamWriter.stamped(message.body, sequence: message.sequence, sendTime: now), sequence: message.sequence,
+          to: watcher)
       }
     } else {
       resume(watcher)
@@ -434,7 +439,9 @@ final class TripHub: @unchecked Sendable {
     }
     watcher.phase = .live
     for message in messages + queued where message.refusal == nil && message.sequence > watcher.sent {
-      send(TripStreamWriter.stamped(message.body, sequence: message.sequence, sendTime: now), sequence: message.sequence, to: watcher)
+      send(
+        TripStreamWriter.stamped(message.body, sequence: message.sequence, sendTime: now), sequence: message.sequence,
+        to: watcher)
     }
     if isFinal { finish(watcher, .ok) }
   }

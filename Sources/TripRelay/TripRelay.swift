@@ -245,7 +245,9 @@ package final class TripRelay: Sendable {
     consumer.replicas = configuration.replicas
     try await retryingTransient(attempts: 30) { () throws(NATSError) in
       for stream in streams {
-        if !updateExisting, try await exists({ () throws(NATSError) in _ = try await jetStream.streamInfo(stream.name) }) {
+        if !updateExisting,
+          try await exists({ () throws(NATSError) in _ = try await jetStream.streamInfo(stream.name) })
+        {
           continue
         }
         _ = try await jetStream.createOrUpdateStream(stream)

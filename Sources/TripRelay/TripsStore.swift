@@ -207,33 +207,41 @@ final class JetStreamTripsStore: TripsStore {
     var lastSequence = after
     var read = 0
     var historyMissing = false
-    var consumer = JetStream.ConsumerConfiguration(durableName: nil, filterSubject: subject, ackPolicy: .none)
-    consumer.deliverPolicy = after == 0 ? .all : .startSequence(after + 1)
-    consumer.inactiveThreshold = .seconds(30)
-    consumer.readOnly()
-    let info = try await jetStream.createOrUpdateConsumer(stream: stream, consumer)
-    defer { Task { [jetStream] in try? await jetStream.deleteConsumer(stream: stream, consumer: info.name) } }
+    // An ordered consumer of the trip's subject: pushed in order, no acks, removed by the server when unsubscribed.
+    let reader = try await jetStream.orderedConsumer(
+      stream: stream, filterSubject: subject, deliverPolicy: after == 0 ? .all : .startSequence(after + 1))
+    defer { Task { try? await reader.unsubscribe() } }
     if after > 0, let first = try? await jetStream.streamInfo(stream).state.firstSequence, first > after + 1 {
       historyMissing = true
     }
-    var remaining = info.numPending
-    guard remaining > 0 else { return UpdatesRead(lastSequence: after, truncated: false, historyMissing: historyMissing) }
+    // A push consumer starts delivering at once: what it delivered already plus what it has yet to deliver is
+    // what the read must bring.
+    let info = try await reader.consumerInfo()
+    var remaining = info.delivered.consumerSequence + info.numPending
+    guard remaining > 0 else {
+      return UpdatesRead(lastSequence: after, truncated: false, historyMissing: historyMissing)
+    }
     if remaining > UInt64(max(0, limit)) {
       return UpdatesRead(lastSequence: after, truncated: true, historyMissing: historyMissing)
     }
-    let pull = try await jetStream.pullSubscription(stream: stream, consumer: info.name, memoryStorage: true)
-    var emptyFetches = 0
+    var emptyReads = 0
     while remaining > 0 && !Task.isCancelled {
-      let messages = try await pull.fetch(batch: Int(min(remaining, 256)), timeout: .seconds(1))
+      let messages: [JetStream.Message]
+      do throws(NATSError) {
+        messages = try await reader.next(upTo: Int(min(remaining, 256)), timeout: .seconds(1))
+      } catch {
+        if error.code == .mismatch || error.code == .missedHeartbeat { continue }
+        throw error
+      }
       if messages.isEmpty {
-        emptyFetches += 1
+        emptyReads += 1
         // The messages counted are stored: a consumer that brings none for a while is gone.
-        if emptyFetches >= 5 {
+        if emptyReads >= 5 {
           throw NATSError(code: .notFound, message: "the read of \(subject) brings nothing")
         }
         continue
       }
-      emptyFetches = 0
+      emptyReads = 0
       var decoded: [TripsMessage] = []
       for message in messages {
         guard let sequence = message.metadata?.streamSequence, sequence > lastSequence else { continue }
@@ -255,19 +263,19 @@ final class JetStreamTripsStore: TripsStore {
 
   // MARK: The feed
 
-  /// Reads every message of `stream` stored after the feed started, in batches, until cancelled. A consumer
-  /// that is lost (a NATS node restart) is made again from the next sequence.
+  /// Reads every message of `stream` stored after the feed started, in batches, until cancelled, through an
+  /// ordered consumer: pushed by the server, in stream order, re-created by libnats from the next sequence
+  /// after a gap or missed heartbeats (a NATS node restart). One that fails for good is made again here
+  /// from the sequence after the last one read.
   private func readFeed(stream: String, _ handler: @escaping @Sendable (FeedEvent) -> Void) async {
     var lastSequence: UInt64?
-    var pull: JetStream.PullSubscription?
-    var consumerName: String?
-    var emptyFetches = 0
+    var reader: JetStream.OrderedConsumer?
     var announced = false
     var failures = 0
     let backoff = RetryBackoff(initial: .milliseconds(250), maximum: .seconds(5))
     var generator = SystemRandomNumberGenerator()
     while !Task.isCancelled {
-      guard let reading = pull else {
+      guard let reading = reader else {
         do throws(NATSError) {
           let start: UInt64
           if let lastSequence {
@@ -276,17 +284,8 @@ final class JetStreamTripsStore: TripsStore {
             start = try await jetStream.streamInfo(stream).state.lastSequence
             lastSequence = start
           }
-          if let made = consumerName {
-            try? await jetStream.deleteConsumer(stream: stream, consumer: made)
-            consumerName = nil
-          }
-          var consumer = JetStream.ConsumerConfiguration(durableName: nil, filterSubject: nil, ackPolicy: .none)
-          consumer.deliverPolicy = .startSequence(start + 1)
-          consumer.inactiveThreshold = .seconds(30)
-          consumer.readOnly()
-          let info = try await jetStream.createOrUpdateConsumer(stream: stream, consumer)
-          consumerName = info.name
-          pull = try await jetStream.pullSubscription(stream: stream, consumer: info.name, memoryStorage: true)
+          reader = try await jetStream.orderedConsumer(
+            stream: stream, filterSubject: ">", deliverPolicy: .startSequence(start + 1))
           failures = 0
           if !announced {
             announced = true
@@ -303,25 +302,17 @@ final class JetStreamTripsStore: TripsStore {
       }
       let messages: [JetStream.Message]
       do throws(NATSError) {
-        messages = try await reading.fetch(batch: 1024, timeout: .seconds(1))
+        messages = try await reading.next(upTo: 1024, timeout: .seconds(1))
       } catch {
-        if !error.isRetryable { pull = nil }
+        // A mismatch or missed heartbeats: libnats is re-creating the consumer; go on reading.
+        if error.code == .mismatch || error.code == .missedHeartbeat { continue }
+        logger.debug("reading \(stream) failed; reading again", metadata: ["error": "\(error)"])
+        try? await reading.unsubscribe()
+        reader = nil
         try? await Task.sleep(for: .milliseconds(250))
         continue
       }
-      if messages.isEmpty {
-        // Idle, or the consumer is gone (its server restarted): check now and then.
-        emptyFetches += 1
-        if emptyFetches % 10 == 0, let consumerName {
-          do throws(NATSError) {
-            _ = try await jetStream.consumerInfo(stream: stream, consumer: consumerName)
-          } catch {
-            if error.isNotFound { pull = nil }
-          }
-        }
-        continue
-      }
-      emptyFetches = 0
+      if messages.isEmpty { continue }
       var batch: [TripsMessage] = []
       batch.reserveCapacity(messages.count)
       for message in messages {
@@ -331,9 +322,7 @@ final class JetStreamTripsStore: TripsStore {
       }
       if !batch.isEmpty { handler(.messages(batch)) }
     }
-    if let consumerName {
-      try? await jetStream.deleteConsumer(stream: stream, consumer: consumerName)
-    }
+    if let reader { try? await reader.unsubscribe() }
   }
 }
 
@@ -341,13 +330,4 @@ final class JetStreamTripsStore: TripsStore {
 struct TaskFeedHandle: TripsFeedHandle {
   let task: Task<Void, Never>
   func stop() { task.cancel() }
-}
-
-extension JetStream.ConsumerConfiguration {
-  /// The downstream's consumers only read, and are made again when lost: their state is kept in memory on one
-  /// server (a file-backed consumer costs nats-server a directory and files to create and delete).
-  mutating func readOnly() {
-    memoryStorage = true
-    replicas = 1
-  }
 }

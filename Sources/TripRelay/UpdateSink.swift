@@ -99,7 +99,7 @@ final class JetStreamSink: UpdateSink, @unchecked Sendable {
     self.relayID = relayID
     self.metrics = metrics
     self.logger = logger
-    publisher = try jetStream.makePublisher(timeout: .seconds(5)) { [weak self] tag, result in
+    publisher = try jetStream.makePublisher(timeout: .seconds(5), maxPending: 65_536) { [weak self] tag, result in
       self?.completed(tag, result)
     }
   }
@@ -145,7 +145,9 @@ final class JetStreamSink: UpdateSink, @unchecked Sendable {
 
   /// `text` as a header value: one line of printable ASCII, at most 200 bytes.
   static func headerText(_ text: String) -> String {
-    String(String.UnicodeScalarView(text.unicodeScalars.lazy.map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? $0 : "?" }.prefix(200)))
+    String(
+      String.UnicodeScalarView(
+        text.unicodeScalars.lazy.map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? $0 : "?" }.prefix(200)))
   }
 
   /// The publisher's handler: on a libnats thread.
@@ -155,7 +157,9 @@ final class JetStreamSink: UpdateSink, @unchecked Sendable {
     case .success(let ack):
       metrics.publishLatency.recordNanoseconds(Int64(clamping: monotonicNanoseconds() &- entry.sentAt))
       if ack.isDuplicate { metrics.duplicates.increment() } else { metrics.stored.increment() }
-      if let checkpoint = entry.record.checkpoint { publishState(entry.record, body: checkpoint, position: ack.sequence) }
+      if let checkpoint = entry.record.checkpoint {
+        publishState(entry.record, body: checkpoint, position: ack.sequence)
+      }
       if case .refusal = entry.record.kind { publishState(entry.record, body: [], position: ack.sequence) }
       entry.completion(.stored(position: ack.sequence, duplicate: ack.isDuplicate))
     case .failure(let error) where error.jetStreamCode == NATSError.JetStreamCode.wrongLastSequence:

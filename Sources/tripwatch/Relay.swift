@@ -23,7 +23,10 @@ struct Relay: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "relay",
     abstract: "Follow trips once per relay cluster on NATS JetStream; serve them over gRPC and JetStream.",
-    subcommands: [RelayRun.self, RelaySubmit.self, RelayInspect.self, RelayPermissionsCommand.self, RelayDemo.self])
+    subcommands: [
+      RelayRun.self, RelaySubmit.self, RelayInspect.self, RelayPermissionsCommand.self, RelayCeiling.self,
+      RelayDemo.self,
+    ])
 }
 
 /// Where the NATS cluster is and how to authenticate to it, as NATS' own tools take it.
@@ -36,7 +39,9 @@ struct NATSOptions: ParsableArguments {
       """)
   var servers: [String] = []
 
-  @Option(name: .customLong("nats-creds"), help: "A NATS credentials file (.creds: user JWT and nkey seed). Default: $NATS_CREDS.")
+  @Option(
+    name: .customLong("nats-creds"),
+    help: "A NATS credentials file (.creds: user JWT and nkey seed). Default: $NATS_CREDS.")
   var credentialsFile: String?
 
   @Option(name: .customLong("nats-nkey"), help: "A file holding a NATS user nkey seed (SU…).")
@@ -90,7 +95,9 @@ struct NATSOptions: ParsableArguments {
   /// The connection configuration; throws ``ToolFailure`` (invalid input) for a credential file that cannot be used.
   func connection(name: String) throws -> NATSConnectionConfiguration {
     var configuration = NATSConnectionConfiguration(servers: serverList, name: name)
-    if let credentialsFile = credentialsFile ?? (tokenFile == nil && nkeySeedFile == nil && user == nil ? environment("NATS_CREDS") : nil) {
+    if let credentialsFile = credentialsFile
+      ?? (tokenFile == nil && nkeySeedFile == nil && user == nil ? environment("NATS_CREDS") : nil)
+    {
       _ = try readCredentialFile(credentialsFile, option: "--nats-creds")
       configuration.credentials = .credentialsFile(path: credentialsFile)
     }
@@ -102,7 +109,9 @@ struct NATSOptions: ParsableArguments {
         throw ToolFailure(.invalidInput, "--nats-nkey \(nkeySeedFile): \(error)")
       }
     }
-    if let tokenFile { configuration.credentials = .token(try readCredentialText(tokenFile, option: "--nats-token-file")) }
+    if let tokenFile {
+      configuration.credentials = .token(try readCredentialText(tokenFile, option: "--nats-token-file"))
+    }
     if let user, let passwordFile {
       configuration.credentials = .userPassword(
         user: user, password: try readCredentialText(passwordFile, option: "--nats-password-file"))
@@ -266,7 +275,8 @@ struct RelayRun: AsyncParsableCommand {
   @Option(name: .customLong("listen-key"), help: "The PEM private key of --listen-cert.")
   var listenKey: String?
 
-  @Option(name: .customLong("listen-client-ca"), help: "With --listen-cert: require client certificates of this CA (mTLS).")
+  @Option(
+    name: .customLong("listen-client-ca"), help: "With --listen-cert: require client certificates of this CA (mTLS).")
   var listenClientCA: String?
 
   @Option(
@@ -274,13 +284,17 @@ struct RelayRun: AsyncParsableCommand {
     help: "Accept RS256 consumer tokens verified with this PEM public key or certificate (repeatable).")
   var jwtPublicKeys: [String] = []
 
-  @Option(name: .customLong("jwks-file"), help: "Accept RS256 consumer tokens verified with the keys of this JWKS file.")
+  @Option(
+    name: .customLong("jwks-file"), help: "Accept RS256 consumer tokens verified with the keys of this JWKS file.")
   var jwksFile: String?
 
-  @Option(name: .customLong("jwt-secret-file"), help: "Accept HS256 consumer tokens signed with the secret in this file.")
+  @Option(
+    name: .customLong("jwt-secret-file"), help: "Accept HS256 consumer tokens signed with the secret in this file.")
   var jwtSecretFile: String?
 
-  @Option(name: .customLong("jwt-issuer"), help: "Require tokens whose iss (and sub) is this (default: any iss equal to sub).")
+  @Option(
+    name: .customLong("jwt-issuer"), help: "Require tokens whose iss (and sub) is this (default: any iss equal to sub)."
+  )
   var jwtIssuer: String?
 
   @Option(name: .customLong("jwt-audience"), help: "The aud tokens must carry.")
@@ -315,7 +329,8 @@ struct RelayRun: AsyncParsableCommand {
   @Option(name: .customLong("duplicate-window"), help: "Seconds the streams remember message IDs.")
   var duplicateWindow = 600.0
 
-  @Option(name: .customLong("checkpoint-interval"), help: "Write a followed trip's whole state every this many updates.")
+  @Option(
+    name: .customLong("checkpoint-interval"), help: "Write a followed trip's whole state every this many updates.")
   var checkpointInterval = 32
 
   @Option(name: .customLong("submit-burst"), help: "Follow requests one caller may enqueue by watching, at once.")
@@ -335,10 +350,15 @@ struct RelayRun: AsyncParsableCommand {
   @Option(
     name: .customLong("watcher-buffer-limit"),
     help: "Bytes of a watcher's unsent responses beyond which it gets only the latest state (it does not read).")
-  var watcherBufferLimit = 1 << 20
+  var watcherBufferLimit = 64 << 10
 
   @Option(name: .customLong("watcher-stall-timeout"), help: "Seconds a watcher may stay over that before it is ended.")
   var watcherStallTimeout = 60.0
+
+  @Option(
+    name: .customLong("trips-max-age"),
+    help: "Hours TRIPS and TRIPSTATE keep a message (set when the relay creates or updates the streams).")
+  var tripsMaxAgeHours = 24.0
 
   @Option(
     name: .customLong("first-state-timeout"), help: "Seconds a watcher waits for a trip nobody published yet.")
@@ -368,9 +388,13 @@ struct RelayRun: AsyncParsableCommand {
     guard pollInterval > 0 else { throw ValidationError("--poll-interval must be > 0") }
     guard replicas >= 1 && replicas <= 5 else { throw ValidationError("--replicas must be 1…5") }
     guard checkpointInterval >= 1 else { throw ValidationError("--checkpoint-interval must be ≥ 1") }
+    guard tripsMaxAgeHours > 0, tripsMaxAgeHours <= 24 * 365 * 10 else {
+      throw ValidationError("--trips-max-age must be more than 0 hours and at most ten years")
+    }
     guard maxJoinsPerCaller >= 1, watcherBufferLimit >= 1_024, watcherStallTimeout > 0, firstStateTimeout > 0 else {
       throw ValidationError(
-        "--max-joins-per-caller ≥ 1, --watcher-buffer-limit ≥ 1024, --watcher-stall-timeout and --first-state-timeout > 0")
+        "--max-joins-per-caller ≥ 1, --watcher-buffer-limit ≥ 1024, --watcher-stall-timeout and --first-state-timeout > 0"
+      )
     }
     guard submitBurst >= 1, submitsPerSecond > 0, refusalTTL >= 0 else {
       throw ValidationError("--submit-burst, --submits-per-second must be positive, --refusal-ttl not negative")
@@ -383,14 +407,17 @@ struct RelayRun: AsyncParsableCommand {
     guard (listenCertificate == nil) == (listenKey == nil) else {
       throw ValidationError("--listen-cert and --listen-key go together")
     }
-    if listenClientCA != nil && listenCertificate == nil { throw ValidationError("--listen-client-ca needs --listen-cert") }
+    if listenClientCA != nil && listenCertificate == nil {
+      throw ValidationError("--listen-client-ca needs --listen-cert")
+    }
     let keys = !jwtPublicKeys.isEmpty || jwksFile != nil || jwtSecretFile != nil
     if listen != "none" {
       guard keys != insecureNoAuth else {
         throw ValidationError(
           insecureNoAuth
             ? "--insecure-no-auth and token keys (--jwt-public-key, --jwks-file, --jwt-secret-file) exclude each other"
-            : "watchers need authorization: give --jwt-public-key, --jwks-file or --jwt-secret-file, or --insecure-no-auth")
+            : "watchers need authorization: give --jwt-public-key, --jwks-file or --jwt-secret-file, or --insecure-no-auth"
+        )
       }
     }
     if let metricsListen, MetricsHTTPServer.parse(metricsListen) == nil {
@@ -407,7 +434,8 @@ struct RelayRun: AsyncParsableCommand {
     }
     if let jwksFile {
       do {
-        keys += try JSONWebKeySet.keys(fromJSON: try readCredentialFile(jwksFile, option: "--jwks-file", maxBytes: 1 << 20))
+        keys += try JSONWebKeySet.keys(
+          fromJSON: try readCredentialFile(jwksFile, option: "--jwks-file", maxBytes: 1 << 20))
       } catch let error as JWTError {
         throw ToolFailure(.invalidInput, "--jwks-file \(jwksFile): \(error)")
       }
@@ -473,6 +501,7 @@ struct RelayRun: AsyncParsableCommand {
     configuration.maxJoinsInProgressPerCaller = maxJoinsPerCaller
     configuration.watcherBufferLimit = watcherBufferLimit
     configuration.watcherStallTimeout = .nanoseconds(Int64(watcherStallTimeout * 1e9))
+    configuration.tripsMaxAge = .nanoseconds(Int64(tripsMaxAgeHours * 3_600e9))
     configuration.firstStateTimeout = .nanoseconds(Int64(firstStateTimeout * 1e9))
     configuration.metricsFactory = factory ?? NOOPMetricsHandler.instance
     let printEvents = events
@@ -541,7 +570,7 @@ struct RelayRun: AsyncParsableCommand {
       + "finished=\(statistics.finished) published=\(statistics.published) duplicates=\(statistics.duplicates) "
       + "publish_retries=\(statistics.publishRetries) handed_over=\(statistics.handedOver) "
       + "leases_lost=\(statistics.leasesLost) rejected=\(statistics.rejected) released=\(statistics.released) "
-      + "watchers=\(statistics.watchers)"
+      + "watchers=\(statistics.watchers) upstream_updates=\(statistics.upstreamUpdates)"
   }
 }
 
@@ -567,7 +596,8 @@ struct RelayInspect: AsyncParsableCommand {
     logger.logLevel = .error
     let connection: NATSConnection
     do {
-      connection = try await NATSConnection.connect(try nats.connection(name: "tripwatch relay inspect"), logger: logger)
+      connection = try await NATSConnection.connect(
+        try nats.connection(name: "tripwatch relay inspect"), logger: logger)
     } catch let failure as ToolFailure {
       throw failure
     } catch {
@@ -645,5 +675,75 @@ struct RelayPermissionsCommand: ParsableCommand {
     print("permissions: \(RelayPermissions.reader(names).serverConfig)")
     print("# submitters")
     print("permissions: \(RelayPermissions.submitter(names).serverConfig)")
+  }
+}
+
+struct RelayCeiling: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "ceiling",
+    abstract: "Measure how many updates a second one JetStream stream of this NATS stores (for sizing TRIPS).",
+    discussion: """
+      Makes a stream of its own (CEILING_<random>, --replicas replicas), publishes messages of --size bytes to it \
+      with acks pipelined (as a relay does) for --duration seconds, deletes it, and prints \
+      `ceiling: replicas=R size=S published=N seconds=T per_second=P`. Needs permission to create streams. \
+      \(ToolExit.helpText)
+      """)
+
+  @OptionGroup var nats: NATSOptions
+
+  @Option(help: "Replicas of the stream (1, or 3 on a 3-node cluster).") var replicas = 1
+  @Option(help: "Bytes per message (a relay's progress update is about 120).") var size = 120
+  @Option(help: "Seconds to publish for.") var duration = 10.0
+  @Option(name: .customLong("max-pending"), help: "Publishes waiting for their ack at once.") var maxPending = 4_096
+
+  func run() async throws {
+    cls_line_buffer_stdout()
+    var logger = Logger(label: "tripwatch.relay")
+    logger.logLevel = .error
+    let connection = try await NATSConnection.connect(
+      try nats.connection(name: "tripwatch relay ceiling"), logger: logger)
+    let jetStream = try connection.jetStream()
+    let name = "CEILING_\(UInt32.random(in: 0...UInt32.max))"
+    var stream = JetStream.StreamConfiguration(name: name, subjects: ["\(name.lowercased()).>"])
+    stream.replicas = replicas
+    _ = try await jetStream.createOrUpdateStream(stream)
+    let stored = Atomic<Int>(0)
+    let failed = Atomic<Int>(0)
+    let inFlight = Atomic<Int>(0)
+    let firstFailure = Mutex<String?>(nil)
+    let publisher = try jetStream.makePublisher(maxPending: maxPending) { _, result in
+      switch result {
+      case .success: stored.add(1, ordering: .relaxed)
+      case .failure(let error):
+        failed.add(1, ordering: .relaxed)
+        firstFailure.withLock { $0 = $0 ?? "\(error)" }
+      }
+      inFlight.subtract(1, ordering: .relaxed)
+    }
+    let payload = [UInt8](repeating: 0x5A, count: max(1, size))
+    let start = unixTime()
+    var sent: UInt64 = 0
+    while unixTime() - start < duration {
+      // Keep about maxPending in flight; trips publish one at a time each, the relay many trips at once.
+      while inFlight.load(ordering: .relaxed) < maxPending {
+        sent += 1
+        inFlight.add(1, ordering: .relaxed)
+        publisher.publish(
+          JetStream.OutboundMessage(subject: "\(name.lowercased()).t\(sent % 10_000)", data: payload), tag: sent)
+      }
+      try? await Task.sleep(for: .milliseconds(1))
+    }
+    let seconds = unixTime() - start
+    let count = stored.load(ordering: .relaxed)
+    for _ in 0..<100 where inFlight.load(ordering: .relaxed) > 0 { try? await Task.sleep(for: .milliseconds(50)) }
+    publisher.close()
+    try? await jetStream.deleteStream(name)
+    await connection.close()
+    let perSecond = Int((Double(count) / seconds).rounded())
+    let tenths = (seconds * 10).rounded() / 10
+    print(
+      "ceiling: replicas=\(replicas) size=\(size) published=\(count) failed=\(failed.load(ordering: .relaxed)) "
+        + "seconds=\(tenths) per_second=\(perSecond)")
+    if let failure = firstFailure.withLock({ $0 }) { print("ceiling: first failure: \(failure)") }
   }
 }

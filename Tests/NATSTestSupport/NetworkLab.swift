@@ -76,7 +76,9 @@ public final class NetworkLab: @unchecked Sendable {
   public func cut(_ host: Host) throws { try Self.ip(["-n", "\(prefix)-sw", "link", "set", host.switchPort, "down"]) }
 
   /// Cables `host` back.
-  public func restore(_ host: Host) throws { try Self.ip(["-n", "\(prefix)-sw", "link", "set", host.switchPort, "up"]) }
+  public func restore(_ host: Host) throws {
+    try Self.ip(["-n", "\(prefix)-sw", "link", "set", host.switchPort, "up"])
+  }
 
   /// `executable` and `arguments` as run inside `host` (with `ip netns exec`, which becomes the program).
   public func command(in host: Host, _ executable: String, _ arguments: [String]) -> (String, [String]) {

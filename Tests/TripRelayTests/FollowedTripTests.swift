@@ -9,12 +9,14 @@ import FleetEngineMessages
 import FleetSim
 import Foundation
 import GRPCProtocol
+import InMemoryTracing
 import JSONWebToken
 import JourneySharing
 import Logging
 import NATSClient
 import Primitives
 import Testing
+import Tracing
 import TransportTestSupport
 
 @testable import TripRelay
@@ -29,7 +31,10 @@ private final class FollowFixture: Sendable {
   /// The virtual time in which every simulated trip ends.
   let runTime: Duration
 
-  init(auth: FleetSimConfiguration.Auth? = nil, token: String? = nil, configure: (inout RelayConfiguration) -> Void = { _ in })
+  init(
+    auth: FleetSimConfiguration.Auth? = nil, token: String? = nil,
+    configure: (inout RelayConfiguration) -> Void = { _ in }
+  )
     throws
   {
     let silent = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
@@ -107,7 +112,9 @@ struct FollowedTripTests {
     #expect(records[0].kind == .update(full: true, final: false) && records[0].expectedPosition == nil)
     #expect(records[0].checkpoint != nil)
     for (index, record) in records.enumerated().dropFirst() {
-      #expect(record.expectedPosition == UInt64(index), "record \(index) expects \(String(describing: record.expectedPosition))")
+      #expect(
+        record.expectedPosition == UInt64(index),
+        "record \(index) expects \(String(describing: record.expectedPosition))")
       #expect(record.sequence == UInt64(index + 1) && record.delivery == 1)
     }
     #expect(records.last?.isFinal == true)
@@ -125,6 +132,28 @@ struct FollowedTripTests {
     #expect(folded.tripStatus == expected.tripStatus && folded.name == name.description)
     #expect(fixture.keeper.released.map(\.how.kind) == ["ack"])
     #expect(fixture.stops == [.final])
+  }
+
+  @Test("a relay.follow span per follow: the trip, the delivery, and why it stopped (an error for a refusal)")
+  func followSpans() async throws {
+    let tracer = InMemoryTracer()
+    let fixture = try FollowFixture { $0.tracer = tracer }
+    let name = fixture.follow(0)
+    let unknown = TripName(providerID: "p", tripID: "nobody")!
+    fixture.keeper.took()
+    fixture.following.acquired(FollowLease(name: unknown, message: nil, delivery: 2, takenAt: 0))
+    #expect(await fixture.until { fixture.keeper.released.count == 2 })
+    let spans = tracer.finishedSpans.filter { $0.operationName == "relay.follow" }
+    try #require(spans.count == 2)
+    let followed = try #require(spans.first { $0.attributes["trip.name"]?.toSpanAttribute() == "\(name)" })
+    #expect(followed.attributes["relay.delivery"]?.toSpanAttribute() == 1)
+    #expect(followed.attributes["relay.takeover"]?.toSpanAttribute() == false)
+    #expect(followed.attributes["relay.stop_reason"]?.toSpanAttribute() == "final")
+    #expect(followed.status == nil)
+    let refused = try #require(spans.first { $0.attributes["trip.name"]?.toSpanAttribute() == "\(unknown)" })
+    #expect(refused.attributes["relay.takeover"]?.toSpanAttribute() == true)
+    #expect(refused.attributes["relay.stop_reason"]?.toSpanAttribute() == "rejected")
+    #expect(refused.status?.code == .error)
   }
 
   @Test("a failed publish is retried as it was; a rebase republishes the whole trip; a later delivery stops the follow")
@@ -157,7 +186,8 @@ struct FollowedTripTests {
     #expect(fixture.stops == [.rejected])
   }
 
-  @Test("upstream refusing the relay's credentials: released with a delay after the grace, refused after three deliveries")
+  @Test(
+    "upstream refusing the relay's credentials: released with a delay after the grace, refused after three deliveries")
   func permissionDenied() async throws {
     let secret = Array("fleetsim-secret-of-at-least-32-bytes!".utf8)
     var claims = JWTClaims(

@@ -129,8 +129,10 @@ struct RelayChaosTests {
     try tripNames.joined(separator: "\n").write(toFile: tripsFile, atomically: true, encoding: .utf8)
     let submit = try ChildProcess(
       name: "submit", executable: tripwatch,
-      arguments: ["relay", "submit", "--trips-file", tripsFile, "--replicas", "3", "--cluster", names.cluster,
-        "--trips-partitions", "2", "--nats-user", "submitter", "--nats-password-file", "\(directory)/submitter.pass"]
+      arguments: [
+        "relay", "submit", "--trips-file", tripsFile, "--replicas", "3", "--cluster", names.cluster,
+        "--trips-partitions", "2", "--nats-user", "submitter", "--nats-password-file", "\(directory)/submitter.pass",
+      ]
         + natsArguments,
       directory: directory)
     #expect(await submit.waitUntilExit(timeout: .seconds(120)) == 0, "submit failed: \(submit.errorTail())")

@@ -163,7 +163,8 @@ struct RelayEndToEndTests {
       for trip in trips {
         let state = try await jetStream.lastMessage(stream: names.stateStream, subject: names.stateSubject(trip))
         #expect(state?.headers[RelayNaming.finalHeader] == "true", "\(trip): no final state kept")
-        #expect(state?.headers[RelayNaming.tripsSequenceHeader].flatMap(UInt64.init) == positions[trip.description]?.last)
+        #expect(
+          state?.headers[RelayNaming.tripsSequenceHeader].flatMap(UInt64.init) == positions[trip.description]?.last)
       }
       let drained = await eventually(timeout: .seconds(20)) {
         let follow = try? await jetStream.streamInfo(names.followStream)
@@ -182,10 +183,12 @@ struct RelayEndToEndTests {
   func malformedRequest() async throws {
     try await withNATSServer { server in
       let (sim, simPort) = try RelayE2E.sim(trips: 1)
-      let relay = try await RelayE2E.start(try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort))
+      let relay = try await RelayE2E.start(
+        try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort))
       let names = try RelayE2E.names()
       _ = try await relay.0.jetStream.publish(subject: "follow.e2e.rt.junk", data: Array("not a trip name".utf8))
-      _ = try await relay.0.jetStream.publish(subject: "follow.e2e.rt.other", data: Array("providers/other/trips/x".utf8))
+      _ = try await relay.0.jetStream.publish(
+        subject: "follow.e2e.rt.other", data: Array("providers/other/trips/x".utf8))
       // A request whose subject is not its trip's.
       _ = try await relay.0.jetStream.publish(subject: "follow.e2e.rt.a", data: Array("providers/rt/trips/b".utf8))
       let rejected = await eventually(timeout: .seconds(20)) { relay.0.statistics().rejected == 3 }
@@ -204,7 +207,8 @@ struct RelayEndToEndTests {
   func watchers() async throws {
     try await withNATSServer { server in
       let (sim, simPort) = try RelayE2E.sim(trips: 2)
-      let relay = try await RelayE2E.start(try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort))
+      let relay = try await RelayE2E.start(
+        try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort))
       let port = try #require(relay.0.downstreamPort)
       let services = try RelayE2E.watcher(port: port)
       let name = sim.simulator.tripName(index: 0)

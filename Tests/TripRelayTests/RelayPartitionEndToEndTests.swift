@@ -127,7 +127,9 @@ private final class PartitionScenario: @unchecked Sendable {
 }
 
 /// The follows of each trip by each relay, as [start, end) in Unix seconds, from the relays' event lines.
-private func followIntervals(_ relays: [ChildProcess], until end: Double) -> [String: [(relay: String, start: Double, end: Double, reason: String)]] {
+private func followIntervals(_ relays: [ChildProcess], until end: Double) -> [String: [(
+  relay: String, start: Double, end: Double, reason: String
+)]] {
   var intervals: [String: [(relay: String, start: Double, end: Double, reason: String)]] = [:]
   for relay in relays {
     var open: [String: Double] = [:]
@@ -144,7 +146,9 @@ private func followIntervals(_ relays: [ChildProcess], until end: Double) -> [St
 }
 
 /// The longest time two relays followed one trip at once.
-private func longestDoubleFollow(_ intervals: [String: [(relay: String, start: Double, end: Double, reason: String)]]) -> Double {
+private func longestDoubleFollow(_ intervals: [String: [(relay: String, start: Double, end: Double, reason: String)]])
+  -> Double
+{
   var longest = 0.0
   for list in intervals.values {
     for (index, a) in list.enumerated() {
@@ -186,7 +190,8 @@ struct RelayPartitionEndToEndTests {
     }
     try #require(
       sharing,
-      "the relays do not share the trips: \([cut, other].map { $0.lines.last { $0.hasPrefix("relay-stats") } ?? "no stats" })")
+      "the relays do not share the trips: \([cut, other].map { $0.lines.last { $0.hasPrefix("relay-stats") } ?? "no stats" })"
+    )
     try await Task.sleep(for: .seconds(3))
 
     let cutTime = unixTime()
@@ -260,7 +265,8 @@ struct RelayPartitionEndToEndTests {
     }
     try #require(
       sharing,
-      "the relays do not share the trips: \([cut, other].map { $0.lines.last { $0.hasPrefix("relay-stats") } ?? "no stats" })")
+      "the relays do not share the trips: \([cut, other].map { $0.lines.last { $0.hasPrefix("relay-stats") } ?? "no stats" })"
+    )
     try await Task.sleep(for: .seconds(3))
 
     let cutTime = unixTime()

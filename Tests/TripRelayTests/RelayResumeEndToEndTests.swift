@@ -42,7 +42,8 @@ struct RelayResumeEndToEndTests {
   func afterSequence() async throws {
     try await withNATSServer { server in
       let (sim, simPort) = try RelayE2E.sim(trips: 1, seconds: 8)
-      let relay = try await RelayE2E.start(try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort))
+      let relay = try await RelayE2E.start(
+        try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort))
       let port = try #require(relay.0.downstreamPort)
       let channel = try GRPCChannel(
         host: "127.0.0.1", port: port, configuration: GRPCChannelConfiguration(security: .plaintext))
@@ -57,9 +58,12 @@ struct RelayResumeEndToEndTests {
       let rest = try await read(channel, trip: trip, after: last)
       let names = try RelayE2E.names()
       let name = try #require(TripName(parsing: trip))
-      let stored = try await relay.0.jetStream.readStream(names.tripsStream(for: name), filterSubject: names.storedTripSubject(name))
+      let stored = try await relay.0.jetStream.readStream(
+        names.tripsStream(for: name), filterSubject: names.storedTripSubject(name))
       let expected = stored.compactMap(\.metadata?.streamSequence).filter { $0 > last }
-      #expect(rest.map(\.sequence) == expected, "resumed with \(rest.count) updates, TRIPS holds \(expected.count) after \(last)")
+      #expect(
+        rest.map(\.sequence) == expected,
+        "resumed with \(rest.count) updates, TRIPS holds \(expected.count) after \(last)")
       #expect(rest.allSatisfy { !$0.fullTrip })
       // Folded together, what the watcher got is the trip's end.
       var trip0 = Trip()

@@ -40,7 +40,8 @@ struct RelaySecurityEndToEndTests {
       let (sim, simPort) = try RelayE2E.sim(trips: 2)
       let publicKey = try String(contentsOfFile: pki.rsaPublicKeyFile, encoding: .utf8)
       let verifier = ConsumerTokenVerifier(keys: [
-        ConsumerTokenVerifier.Key(.rs256(publicKeyPEM: publicKey)), ConsumerTokenVerifier.Key(.hs256(secret: relayTestSecret)),
+        ConsumerTokenVerifier.Key(.rs256(publicKeyPEM: publicKey)),
+        ConsumerTokenVerifier.Key(.hs256(secret: relayTestSecret)),
       ])
       var configuration = try RelayE2E.configuration(
         "a", nats: RelayE2E.nats(server.url), simPort: simPort, authorization: .verified(verifier))
@@ -53,7 +54,8 @@ struct RelaySecurityEndToEndTests {
       let tripA = sim.simulator.tripName(index: 0)
       let tripB = sim.simulator.tripName(index: 1)
       let idA = String(tripA.split(separator: "/").last!)
-      let rsa = try RelayE2E.watcher(port: port, token: try token(idA, key: .rs256(privateKeyPEM: pki.rsaPrivateKeyPEM)), tls: tls)
+      let rsa = try RelayE2E.watcher(
+        port: port, token: try token(idA, key: .rs256(privateKeyPEM: pki.rsaPrivateKeyPEM)), tls: tls)
       let (statuses, error) = await RelayE2E.follow(rsa, tripA)
       #expect(error == nil && statuses.last?.isFinal == true, "\(statuses) \(String(describing: error))")
       let (_, denied) = await RelayE2E.follow(rsa, tripB, stopOnError: true)
@@ -86,7 +88,8 @@ struct RelaySecurityEndToEndTests {
       let relay = try await RelayE2E.start(configuration)
       let port = try #require(relay.0.downstreamPort)
       let trip = sim.simulator.tripName(index: 0)
-      let without = try RelayE2E.watcher(port: port, tls: JourneySharingConfiguration.TLS(trustRoots: .caFile(pki.caFile)))
+      let without = try RelayE2E.watcher(
+        port: port, tls: JourneySharingConfiguration.TLS(trustRoots: .caFile(pki.caFile)))
       let (_, refused) = await RelayE2E.follow(without, trip, stopOnError: true)
       #expect(refused?.code == .unavailable, "\(String(describing: refused))")
       let with = try RelayE2E.watcher(
@@ -169,7 +172,9 @@ struct RelaySecurityEndToEndTests {
     try await withNATSServer { server in
       let (sim, simPort) = try RelayE2E.sim(trips: 3, seconds: 8)
       let events = Locked<[RelayEvent]>([])
-      let relay = try await RelayE2E.start(try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort)) {
+      let relay = try await RelayE2E.start(
+        try RelayE2E.configuration("a", nats: RelayE2E.nats(server.url), simPort: simPort)
+      ) {
         event in events.withLock { $0.append(event) }
       }
       let names = try RelayE2E.names()
@@ -193,7 +198,9 @@ struct RelaySecurityEndToEndTests {
         if case .followStopped(_, let reason, _) = event { reason } else { nil }
       }
       #expect(stops == [.final, .final, .final], "\(stops)")
-      let finals = try await RelayE2E.trips(relay.0.jetStream, names).filter { $0.headers[RelayNaming.finalHeader] == "true" }
+      let finals = try await RelayE2E.trips(relay.0.jetStream, names).filter {
+        $0.headers[RelayNaming.finalHeader] == "true"
+      }
       #expect(finals.count == 3)
       await rogue.close()
       await RelayE2E.stop([relay])
@@ -223,7 +230,8 @@ struct RelaySecurityEndToEndTests {
         names.append(streamNames)
         relays.append(
           try await RelayE2E.start(
-            try RelayE2E.configuration("relay-\(provider)", nats: RelayE2E.nats(server.url), simPort: port, names: streamNames)))
+            try RelayE2E.configuration(
+              "relay-\(provider)", nats: RelayE2E.nats(server.url), simPort: port, names: streamNames)))
       }
       for (index, (sim, _)) in simulations.enumerated() {
         let trips = (0..<2).compactMap { TripName(parsing: sim.simulator.tripName(index: $0)) }
@@ -241,11 +249,13 @@ struct RelaySecurityEndToEndTests {
   func natsDownAtStart() async throws {
     let port = try freeLocalPort()
     let (sim, simPort) = try RelayE2E.sim(trips: 1)
-    let configuration = try RelayE2E.configuration("late", nats: RelayE2E.nats("nats://127.0.0.1:\(port)"), simPort: simPort)
+    let configuration = try RelayE2E.configuration(
+      "late", nats: RelayE2E.nats("nats://127.0.0.1:\(port)"), simPort: simPort)
     let relay = try await TripRelay.start(configuration)
     let runner = Task { await relay.run() }
     let relayPort = try #require(relay.downstreamPort)
-    let channel = try GRPCChannel(host: "127.0.0.1", port: relayPort, configuration: GRPCChannelConfiguration(security: .plaintext))
+    let channel = try GRPCChannel(
+      host: "127.0.0.1", port: relayPort, configuration: GRPCChannelConfiguration(security: .plaintext))
     func health() async -> HealthCheckResponse.ServingStatus? {
       guard
         let response = try? await channel.unary(
@@ -262,7 +272,8 @@ struct RelaySecurityEndToEndTests {
     #expect(ready)
     #expect(await eventually(timeout: .seconds(5)) { await health() == .serving })
     let names = try RelayE2E.names()
-    _ = try await TripRelay.submit(TripName(parsing: sim.simulator.tripName(index: 0))!, names: names, to: relay.jetStream)
+    _ = try await TripRelay.submit(
+      TripName(parsing: sim.simulator.tripName(index: 0))!, names: names, to: relay.jetStream)
     #expect(await eventually(timeout: .seconds(60)) { relay.statistics().finished == 1 })
     await channel.shutdown()
     await relay.shutdown()
@@ -304,7 +315,9 @@ struct RelaySecurityEndToEndTests {
     let lines = capture.all.map(\.description)
     #expect(lines.count > 5, "the relay logged \(lines.count) lines at trace")
     let leaks = lines.filter { line in
-      [password, "relay:" + password, watcherToken, String(decoding: relayTestSecret, as: UTF8.self)].contains { line.contains($0) }
+      [password, "relay:" + password, watcherToken, String(decoding: relayTestSecret, as: UTF8.self)].contains {
+        line.contains($0)
+      }
         || line.contains("eyJ")
     }
     #expect(leaks.isEmpty, "lines with a secret: \(leaks.prefix(3))")

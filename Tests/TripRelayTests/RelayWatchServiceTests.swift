@@ -97,8 +97,13 @@ struct RelayWatchServiceTests {
     expired.tripID = "a"
     let stale = fixture.watch("a", token: try JSONWebToken.sign(claims: expired, key: .hs256(secret: relayTestSecret)))
     let forged = fixture.watch(
-      "a", token: try JSONWebToken.sign(claims: expired, key: .hs256(secret: Array("another-secret-of-32-bytes-or-more".utf8))))
-    #expect(await fixture.settle { [none, otherTrip, otherProvider, malformed, stale, forged].allSatisfy { $0.status != nil } })
+      "a",
+      token: try JSONWebToken.sign(
+        claims: expired, key: .hs256(secret: Array("another-secret-of-32-bytes-or-more".utf8))))
+    #expect(
+      await fixture.settle {
+        [none, otherTrip, otherProvider, malformed, stale, forged].allSatisfy { $0.status != nil }
+      })
     #expect(none.status?.code == .unauthenticated)
     #expect(none.status?.message == "missing authorization header")
     #expect(otherTrip.status?.code == .permissionDenied)
@@ -195,14 +200,17 @@ struct RelayWatchServiceTests {
     #expect(watcher.updates[1].sequence == 10_001 && !watcher.updates[1].fullTrip)
   }
 
-  @Test("after_sequence resumes with exactly the updates after it; before the history, the whole trip with discontinuity")
+  @Test(
+    "after_sequence resumes with exactly the updates after it; before the history, the whole trip with discontinuity")
   func resume() async throws {
     let fixture = try WatchFixture()
     let name = fixture.name("a")
     let token = try fixture.token("a")
     fixture.store.append("a", fullUpdate(testTrip(name)))
     var sequences: [UInt64] = []
-    for step in 1...300 { sequences.append(fixture.store.append("a", moveUpdate(name, latitude: 52 + Double(step) * 1e-4))) }
+    for step in 1...300 {
+      sequences.append(fixture.store.append("a", moveUpdate(name, latitude: 52 + Double(step) * 1e-4)))
+    }
     // A hub is live (another watcher), and holds the latest 128 updates: a recent position resumes from them…
     let live = fixture.watch("a", token: token)
     #expect(await fixture.settle { live.updates.count == 1 })
@@ -242,7 +250,8 @@ struct RelayWatchServiceTests {
     #expect(fixture.store.stateReads == reads)
   }
 
-  @Test("a caller past its follow-request burst gets RESOURCE_EXHAUSTED for trips nobody follows; others are unaffected")
+  @Test(
+    "a caller past its follow-request burst gets RESOURCE_EXHAUSTED for trips nobody follows; others are unaffected")
   func followRequestLimit() async throws {
     let fixture = try WatchFixture { configuration in
       configuration.submitBurstPerCaller = 5
@@ -260,7 +269,8 @@ struct RelayWatchServiceTests {
     #expect(other.status == nil)
   }
 
-  @Test("10,000 names from one caller: a bounded number of joins at once, the rest RESOURCE_EXHAUSTED; reads 32 at a time")
+  @Test(
+    "10,000 names from one caller: a bounded number of joins at once, the rest RESOURCE_EXHAUSTED; reads 32 at a time")
   func manyNamesFromOneCaller() async throws {
     let fixture = try WatchFixture { $0.maxJoinsInProgressPerCaller = 100 }
     fixture.store.holdStateReads(true)
@@ -319,7 +329,8 @@ struct RelayWatchServiceTests {
     #expect(HealthCollector.lastStatus(again) == .serving)
   }
 
-  @Test("messages of TRIPS that do not decode, break the limits or are on another cluster's subject are skipped, counted")
+  @Test(
+    "messages of TRIPS that do not decode, break the limits or are on another cluster's subject are skipped, counted")
   func badMessages() async throws {
     let names = try RelayNames(cluster: "test", providerID: "p")
     let metrics = TestMetrics()
@@ -331,11 +342,13 @@ struct RelayWatchServiceTests {
     let name = TripName(providerID: "p", tripID: "a")!
     let good = fullUpdate(testTrip(name)).serializedBytes()
     #expect(
-      decoder.decode(subject: names.storedTripSubject(name), sequence: 1, storedAt: 0, data: good, headers: NATSHeaders())
+      decoder.decode(
+        subject: names.storedTripSubject(name), sequence: 1, storedAt: 0, data: good, headers: NATSHeaders())
         != nil)
     #expect(
       decoder.decode(
-        subject: names.storedTripSubject(name), sequence: 2, storedAt: 0, data: [0xFF, 0xFF, 0xFF], headers: NATSHeaders())
+        subject: names.storedTripSubject(name), sequence: 2, storedAt: 0, data: [0xFF, 0xFF, 0xFF],
+        headers: NATSHeaders())
         == nil)
     var huge = testTrip(name)
     huge.route = LatLngPath(coordinates: (0..<100).map { .init(latitude: 52 + Double($0) * 1e-3, longitude: 4.9) })
@@ -359,8 +372,12 @@ struct RelayWatchServiceTests {
       subject: names.storedTripSubject(name), sequence: 200, storedAt: 0, data: good, headers: forged)
     #expect(moving?.isFinal == false)
     // The garbage, and the trip above the limits, which the decode budgets stop before it is whole.
-    #expect(try metrics.expectCounter("journeysharing_relay_trips_messages_skipped_total", [("reason", "undecodable")]).totalValue == 102)
-    #expect(try metrics.expectCounter("journeysharing_relay_trips_messages_skipped_total", [("reason", "subject")]).totalValue == 1)
+    #expect(
+      try metrics.expectCounter("journeysharing_relay_trips_messages_skipped_total", [("reason", "undecodable")])
+        .totalValue == 102)
+    #expect(
+      try metrics.expectCounter("journeysharing_relay_trips_messages_skipped_total", [("reason", "subject")]).totalValue
+        == 1)
   }
 }
 
@@ -377,7 +394,9 @@ private final class HealthCollector: GRPCCallHandler, @unchecked Sendable {
     update.serializedBytes().withUnsafeBytes { target.callDidReceiveMessage($0) }
   }
 
-  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) { target.callDidFinish(status: status, trailers: trailers) }
+  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
+    target.callDidFinish(status: status, trailers: trailers)
+  }
 
   static func lastStatus(_ collector: CallCollector) -> HealthCheckResponse.ServingStatus? {
     collector.updates.last.map { HealthCheckResponse.ServingStatus(rawValue: Int32($0.sequence)) }
