@@ -177,7 +177,7 @@ fuzz-ci:
 BENCH_RESULTS := Benchmarks/results
 TRIPLOAD      := Benchmarks/.build/release/tripload
 TRIPLOAD_ARGS ?=
-TRIPLOAD_RELAY_ARGS ?=
+TRIPLOAD_RELAY_ARGS ?= --trips 10000 --watched-trips 2500 --clients 4
 bench: deps bench-deps bench-build bench-micro
 	$(TRIPLOAD) run --out $(BENCH_RESULTS)/e2e.json $(TRIPLOAD_ARGS)
 	$(MAKE) bench-report
@@ -192,8 +192,8 @@ bench-full: deps bench-deps bench-build
 bench-deps:
 	@scripts/install-bench-deps.sh
 
-## bench-relay: 10,000 trips followed once by one relay (tripwatch relay run, on a nats-server of its own) for 10
-## downstream clients each following all of them; three runs, their medians in Benchmarks/results/relay.json
+## bench-relay: 10,000 trips followed once by one relay (tripwatch relay run, on a nats-server of its own); then 4
+## downstream clients each following 2,500 of them through it; three runs, medians in Benchmarks/results/relay.json
 bench-relay: deps bench-deps
 	cd Benchmarks && $(SWIFT) build -c release --product tripload && $(SWIFT) build -c release --product tripwatch
 	$(TRIPLOAD) relay --out $(BENCH_RESULTS)/relay.json $(TRIPLOAD_RELAY_ARGS)

@@ -1,14 +1,19 @@
 // Benchmarks/Sources/tripload/Relay.swift - the relay scenario: N trips followed once, by one relay, for
 // M downstream clients
 //
-//   tripload relay --trips 10000 --clients 10 --tripwatch PATH
+//   tripload relay --trips 10000 --watched-trips 2500 --clients 4 --tripwatch PATH
 //
 // Starts a nats-server with JetStream (a store of its own in a temporary directory), a tripload server
 // with the trips at 1 update/s, and one `tripwatch relay run` that follows them all upstream (streaming)
 // and serves them downstream over gRPC; submits every trip (`tripwatch relay submit`), waits until the
-// relay follows them all, then runs the clients at once, each a `tripload client` following every trip
-// through the relay. Prints one `RELAY {json}` line: upstream streams, downstream updates/s, the relay's
-// CPU per delivered update and its JetStream publish rate, both over the clients' measured window.
+// relay follows them all. Then two windows:
+// 1. no watcher: the relay's CPU per upstream update (the JetStream publish included) and nats-server's CPU
+//    per publish;
+// 2. the clients at once, each a `tripload client` following the first `--watched-trips` trips through the
+//    relay (a relay reads every update of the partitions its watchers watch, so the rest still count): the updates
+//    delivered against those asked for, their latency, the relay's CPU per delivered update (all of it, and
+//    what the watchers added over window 1).
+// Prints one `RELAY {json}` line.
 
 import ArgumentParser
 import Foundation
@@ -37,6 +42,17 @@ struct RelayResult: Codable {
   var relayCPUShare: Double
   /// Messages the relay published to JetStream per second.
   var jetStreamPublishesPerSecond: Double
+  /// Window 1 (no watcher): updates merged upstream per second, the relay's CPU per upstream update (µs, the
+  /// JetStream publish included), nats-server's CPU per message the relay published (µs).
+  var upstreamUpdatesPerSecond: Double?
+  var relayMicrosecondsPerUpstreamUpdate: Double?
+  var natsMicrosecondsPerPublish: Double?
+  /// Window 2: the relay's CPU per delivered update beyond window 1's (µs): what the watchers cost.
+  var relayMarginalMicrosecondsPerDelivered: Double?
+  /// Window 2: the updates the clients asked for per second (watched trips × rate × clients).
+  var downstreamUpdatesAskedPerSecond: Double?
+  /// Window 2: the trips each client followed through the relay.
+  var watchedTrips: Int?
   var relayRSSBytes: Int
   var clientErrors: Int
 }
@@ -47,7 +63,11 @@ struct RelayCommand: AsyncParsableCommand {
     abstract: "Trips followed once by one relay on NATS JetStream for several downstream clients; prints RELAY {json}.")
 
   @Option(help: "Trips.") var trips = 10_000
-  @Option(help: "Downstream clients, each following every trip.") var clients = 10
+  @Option(help: "Downstream clients, each following the first --watched-trips trips.") var clients = 4
+  @Option(
+    name: .customLong("watched-trips"),
+    help: "Trips each client follows through the relay (default: all); the relay follows --trips either way.")
+  var watchedTrips: Int?
   @Option(help: "Updates per trip per second.") var rate = 1.0
   @Option(help: "Measured seconds per client.") var duration = 10.0
   @Option(help: "Warm-up seconds after every trip started, per client.") var warmup = 5.0
@@ -69,16 +89,22 @@ struct RelayCommand: AsyncParsableCommand {
     if let out { try encoder.encode(RelayRuns(median: median, runs: results)).write(to: URL(fileURLWithPath: out)) }
     progress(
       String(
-        format: "relay: median of %d runs: %d trips, %d clients: upstream streams %@, downstream %.0f updates/s, "
-          + "relay %.2f CPU s per million delivered (%.0f%% of a core), JetStream %.0f publishes/s", results.count,
-        trips, clients, median.upstreamStreams.map(String.init) ?? "?", median.downstreamUpdatesPerSecond,
-        median.relayCPUSecondsPerMillionDelivered, median.relayCPUShare * 100, median.jetStreamPublishesPerSecond))
+        format:
+          "relay: median of %d runs: %d trips, %d clients of %d trips: upstream streams %@, downstream %.0f of %.0f "
+          + "updates/s, relay %.2f µs per delivered (%.2f µs beyond following), %.2f µs per upstream update, "
+          + "nats-server %.2f µs per publish, JetStream %.0f publishes/s", results.count, trips, clients,
+        min(watchedTrips ?? trips, trips),
+        median.upstreamStreams.map(String.init) ?? "?", median.downstreamUpdatesPerSecond,
+        median.downstreamUpdatesAskedPerSecond ?? 0, median.relayCPUSecondsPerMillionDelivered,
+        median.relayMarginalMicrosecondsPerDelivered ?? 0, median.relayMicrosecondsPerUpstreamUpdate ?? 0,
+        median.natsMicrosecondsPerPublish ?? 0, median.jetStreamPublishesPerSecond))
     encoder.outputFormatting = [.sortedKeys]
     emit("RELAY " + String(decoding: try encoder.encode(median), as: UTF8.self))
   }
 
   /// One run: its own nats-server, load server and relay.
   func runOnce() async throws -> RelayResult {
+    let watched = min(watchedTrips ?? trips, trips)
     let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     let tripwatch =
       self.tripwatch
@@ -96,12 +122,21 @@ struct RelayCommand: AsyncParsableCommand {
     let nats = Process()
     nats.executableURL = URL(fileURLWithPath: try which(natsServer))
     nats.arguments = ["-a", "127.0.0.1", "-p", String(natsPort), "-js", "-sd", store]
-    nats.standardOutput = FileHandle.nullDevice
-    nats.standardError = FileHandle.nullDevice
+    // Its log is kept; its warnings and errors are shown at the end of the run.
+    let natsLogPath = store + "-nats.log"
+    FileManager.default.createFile(atPath: natsLogPath, contents: nil)
+    let natsLog = try FileHandle(forWritingTo: URL(fileURLWithPath: natsLogPath))
+    nats.standardOutput = natsLog
+    nats.standardError = natsLog
     try nats.run()
     defer {
       nats.terminate()
       nats.waitUntilExit()
+      try? natsLog.close()
+      let problems = ((try? String(contentsOfFile: natsLogPath, encoding: .utf8)) ?? "").split(separator: "\n")
+        .filter { $0.contains("[WRN]") || $0.contains("[ERR]") }
+      for line in problems.prefix(20) { progress("nats-server: \(line)") }
+      try? FileManager.default.removeItem(atPath: natsLogPath)
     }
     guard await waitForPort(natsPort, timeout: 30) else { throw ValidationError("nats-server did not start") }
     let natsURL = "nats://127.0.0.1:\(natsPort)"
@@ -115,7 +150,7 @@ struct RelayCommand: AsyncParsableCommand {
     try (0..<trips).map(tripName).joined(separator: "\n").write(toFile: names, atomically: true, encoding: .utf8)
     let submit = Process()
     submit.executableURL = URL(fileURLWithPath: tripwatch)
-    submit.arguments = ["relay", "submit", "--nats", natsURL, "--trips-file", names, "--provider", "load"]
+    submit.arguments = ["relay", "submit", "--nats", natsURL, "--trips-file", names]
     submit.standardOutput = FileHandle.standardError
     submit.standardError = FileHandle.standardError
     try submit.run()
@@ -127,6 +162,8 @@ struct RelayCommand: AsyncParsableCommand {
     relay.arguments = [
       "relay", "run", "--nats", natsURL, "--target", "127.0.0.1:\(server.port)", "--plaintext", "--provider", "load",
       "--mode", "stream", "--listen", "127.0.0.1:0", "--max-trips", String(trips), "--stats-interval", "1",
+      // Loopback, a benchmark's own clients: no tokens to check (the relay warns).
+      "--insecure-no-auth", "--max-joins-per-caller", String(max(1_000, trips)),
     ]
     let relayOutput = Pipe()
     relay.standardOutput = relayOutput
@@ -151,23 +188,39 @@ struct RelayCommand: AsyncParsableCommand {
     }
     progress("relay: following \(trips) trips after \(String(format: "%.1f", monotonicSeconds() - begin)) s")
 
-    // The clients, all at once; the relay sampled every half second meanwhile.
+    // The relay and nats-server sampled every half second from now on.
     let samples = RelaySamples()
     let sampler = Task {
       while !Task.isCancelled {
         samples.add(
           time: monotonicSeconds(), cpu: cpuSeconds(of: relay.processIdentifier),
-          published: lines.lastStats["published"] ?? 0)
+          published: lines.lastStats["published"] ?? 0, upstream: lines.lastStats["upstream_updates"] ?? 0,
+          natsCPU: cpuSeconds(of: nats.processIdentifier))
         try? await Task.sleep(for: .milliseconds(500))
       }
     }
+    // Window 1: no watcher. The trips settle for a few seconds first (their first whole states are published).
+    try await Task.sleep(for: .seconds(warmup))
+    let quietStart = monotonicSeconds()
+    try await Task.sleep(for: .seconds(duration))
+    let quiet = quietStart...monotonicSeconds()
+    let quietCPU = samples.delta(\.cpu, over: quiet)
+    let quietUpstream = samples.delta(\.upstream, over: quiet)
+    let quietPublished = samples.delta(\.published, over: quiet)
+    let quietNATS = samples.delta(\.natsCPU, over: quiet)
+    let quietSeconds = quiet.upperBound - quiet.lowerBound
+    progress(
+      String(
+        format: "relay: no watcher: %.0f upstream updates/s, relay %.2f µs per update, nats-server %.2f µs per publish",
+        quietUpstream / quietSeconds, quietUpstream > 0 ? quietCPU / quietUpstream * 1e6 : 0,
+        quietPublished > 0 ? quietNATS / quietPublished * 1e6 : 0))
     // Every client started at once, each read on a thread of its own (a blocking read on the cooperative
     // pool would let only as many clients run as there are cores).
     let launched = try (0..<clients).map { _ in
       try LaunchedClient(
         executable: executable,
         arguments: [
-          "client", "--kind", "journeysharing", "--port", String(relayPort), "--trips", String(trips),
+          "client", "--kind", "journeysharing", "--port", String(relayPort), "--trips", String(watched),
           "--connections", "2", "--duration", String(duration), "--warmup", String(warmup),
           "--start-timeout", "300", "--rate", String(rate),
         ])
@@ -182,7 +235,8 @@ struct RelayCommand: AsyncParsableCommand {
     }
     samples.add(
       time: monotonicSeconds(), cpu: cpuSeconds(of: relay.processIdentifier),
-      published: lines.lastStats["published"] ?? 0)
+      published: lines.lastStats["published"] ?? 0, upstream: lines.lastStats["upstream_updates"] ?? 0,
+      natsCPU: cpuSeconds(of: nats.processIdentifier))
     let finished = results.compactMap { $0.0 }
     guard finished.count == clients else { throw ValidationError("\(clients - finished.count) clients gave no result") }
     // The window every client measured in: they started together with the same warm-up and duration, and each
@@ -195,15 +249,26 @@ struct RelayCommand: AsyncParsableCommand {
     let serverStats = server.stop()
     let upstream = serverStats.split(separator: " ").first { $0.hasPrefix("streams=") }
       .flatMap { Int($0.split(separator: "=").last ?? "") }
-    let result = RelayResult(
+    let relayMicrosecondsPerUpstream: Double? = quietUpstream > 0 ? quietCPU / quietUpstream * 1e6 : nil
+    let natsMicrosecondsPerPublish: Double? = quietPublished > 0 ? quietNATS / quietPublished * 1e6 : nil
+    let quietShare = quietCPU / quietSeconds
+    let marginal: Double? =
+      downstream > 0 ? max(0, relayCPU - quietShare * duration) / (downstream * duration) * 1e6 : nil
+    let perMillion: Double = downstream > 0 ? relayCPU / (downstream * duration) * 1e6 : 0
+    let errors = finished.reduce(0) { $0 + ($1.errors ?? 0) }
+    var result = RelayResult(
       trips: trips, clients: clients, rate: rate, seconds: duration, upstreamStreams: upstream,
       serverStats: serverStats, downstreamUpdatesPerSecond: downstream,
       clientUpdatesPerSecond: finished.map(\.updatesPerSecond), clientP50Ms: finished.map(\.latencyP50Ms),
-      clientP99Ms: finished.map(\.latencyP99Ms),
-      relayCPUSecondsPerMillionDelivered: downstream > 0 ? relayCPU / (downstream * duration) * 1e6 : 0,
+      clientP99Ms: finished.map(\.latencyP99Ms), relayCPUSecondsPerMillionDelivered: perMillion,
       relayCPUShare: relayCPU / duration, jetStreamPublishesPerSecond: published / duration,
-      relayRSSBytes: residentBytes(of: relay.processIdentifier),
-      clientErrors: finished.reduce(0) { $0 + ($1.errors ?? 0) })
+      relayRSSBytes: residentBytes(of: relay.processIdentifier), clientErrors: errors)
+    result.upstreamUpdatesPerSecond = quietUpstream / quietSeconds
+    result.relayMicrosecondsPerUpstreamUpdate = relayMicrosecondsPerUpstream
+    result.natsMicrosecondsPerPublish = natsMicrosecondsPerPublish
+    result.relayMarginalMicrosecondsPerDelivered = marginal
+    result.downstreamUpdatesAskedPerSecond = Double(watched) * rate * Double(clients)
+    result.watchedTrips = watched
     relay.terminate()
     relay.waitUntilExit()
     progress(
@@ -240,6 +305,14 @@ extension RelayResult {
       results.compactMap(\.upstreamStreams).isEmpty
       ? nil : Int(middle(results.compactMap(\.upstreamStreams).map(Double.init)))
     median.clientErrors = Int(middle(results.map { Double($0.clientErrors) }))
+    func optional(_ values: [Double?]) -> Double? {
+      let present = values.compactMap { $0 }
+      return present.isEmpty ? nil : middle(present)
+    }
+    median.upstreamUpdatesPerSecond = optional(results.map(\.upstreamUpdatesPerSecond))
+    median.relayMicrosecondsPerUpstreamUpdate = optional(results.map(\.relayMicrosecondsPerUpstreamUpdate))
+    median.natsMicrosecondsPerPublish = optional(results.map(\.natsMicrosecondsPerPublish))
+    median.relayMarginalMicrosecondsPerDelivered = optional(results.map(\.relayMarginalMicrosecondsPerDelivered))
     return median
   }
 }
@@ -301,12 +374,17 @@ final class RelaySamples: @unchecked Sendable {
     var time: Double
     var cpu: Double
     var published: Double
+    var upstream: Double = 0
+    var natsCPU: Double = 0
   }
   private let lock = NSLock()
   private var samples: [Sample] = []
 
-  func add(time: Double, cpu: Double, published: Int) {
-    lock.withLock { samples.append(Sample(time: time, cpu: cpu, published: Double(published))) }
+  func add(time: Double, cpu: Double, published: Int, upstream: Int = 0, natsCPU: Double = 0) {
+    lock.withLock {
+      samples.append(
+        Sample(time: time, cpu: cpu, published: Double(published), upstream: Double(upstream), natsCPU: natsCPU))
+    }
   }
 
   /// How much `value` grew over `window`, interpolated between the samples around its ends.
