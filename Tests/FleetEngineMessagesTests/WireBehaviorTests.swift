@@ -7,7 +7,7 @@ import Testing
 @Suite("Unknown fields")
 struct UnknownFieldTests {
   @Test func unknownFieldsAreReemittedByteExactAfterKnownFields() throws {
-    let unknown6: [UInt8] = [0x32, 0x02, 0x68, 0x69]  // field 6, length-delimited "hi"
+    let unknown9: [UInt8] = [0x4A, 0x02, 0x68, 0x69]  // field 9, length-delimited "hi"
     let unknown1000: [UInt8] = [0xC0, 0x3E, 0x01]  // field 1000 (two-byte tag), varint 1
     let unknownGroup: [UInt8] = [0x93, 0x03, 0x08, 0x01, 0x94, 0x03]  // group 50 { field 1: 1 }
     let unknown7: [UInt8] = [0x3D, 0x01, 0x02, 0x03, 0x04]  // field 7, fixed32
@@ -15,14 +15,14 @@ struct UnknownFieldTests {
     let sequence: [UInt8] = [0x20, 0x07]  // field 4 (sequence) = 7
     let trip: [UInt8] = [0x0A, 0x02, 0x18, 0x02]  // field 1 (trip) { trip_status: ENROUTE_TO_PICKUP }
 
-    let input = unknown6 + sequence + unknown1000 + trip + unknownGroup + unknown7 + unknown8
+    let input = unknown9 + sequence + unknown1000 + trip + unknownGroup + unknown7 + unknown8
     let update = try TripUpdate(serializedBytes: input)
     #expect(update.sequence == 7)
     #expect(update.trip?.tripStatus == .enrouteToPickup)
     // Kept in arrival order, tags included.
-    #expect(update.unknownFields.bytes == unknown6 + unknown1000 + unknownGroup + unknown7 + unknown8)
+    #expect(update.unknownFields.bytes == unknown9 + unknown1000 + unknownGroup + unknown7 + unknown8)
     // Known fields in field-number order first, then the unknown ones verbatim.
-    #expect(update.serializedBytes() == trip + sequence + unknown6 + unknown1000 + unknownGroup + unknown7 + unknown8)
+    #expect(update.serializedBytes() == trip + sequence + unknown9 + unknown1000 + unknownGroup + unknown7 + unknown8)
   }
 
   @Test func unknownFieldsInNestedMessagesStayInThem() throws {
