@@ -106,6 +106,13 @@ public struct GRPCClientCall: Sendable {
   public let kind: Kind
   private var state: State = .awaitingHeaders
   private var deframer: GRPCMessageDeframer
+  /// Empty response messages received in a row (``maxEmptyMessagesInARow``).
+  private var emptyMessagesInARow = 0
+
+  /// The most empty response messages (length 0) a call takes in a row: past it, the server is sending
+  /// nothing at the cost of the client's CPU, and the call ends with RESOURCE_EXHAUSTED (a non-empty
+  /// message starts the count again).
+  public static let maxEmptyMessagesInARow = 1_000
 
   /// The response headers' metadata (empty for a Trailers-Only response).
   public private(set) var responseHeaders: GRPCMetadata = [:]
@@ -321,12 +328,25 @@ public struct GRPCClientCall: Sendable {
     let compression = responseCompression
     let unusableCompression = compression == nil ? compressedMessageError() : nil
     var delivered = messagesReceived
+    var emptyInARow = emptyMessagesInARow
     var failure: GRPCStatus?
     var previousEnd = 0
+    defer { emptyMessagesInARow = emptyInARow }
     do {
       try deframer.processMessages(chunk) { bytes, info in
         defer { previousEnd = info.endOffset }
         guard failure == nil else { return }
+        if bytes.isEmpty {
+          emptyInARow += 1
+          if emptyInARow > Self.maxEmptyMessagesInARow {
+            failure = GRPCStatus(
+              code: .resourceExhausted,
+              message: "the server sent \(emptyInARow) empty messages in a row, which carry nothing")
+            return
+          }
+        } else {
+          emptyInARow = 0
+        }
         if single, delivered >= 1 {
           failure = GRPCStatus(code: .internalError, message: "unary call received more than one response message")
           return

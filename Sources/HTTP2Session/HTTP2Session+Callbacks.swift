@@ -138,6 +138,23 @@ extension HTTP2Session {
       self, didRefuseHeaderListOfSize: size, limit: Int(localSettings.maxHeaderListSize ?? 0), streamID: streamID)
   }
 
+  /// Counts a frame that carried nothing; false once the peer went past
+  /// ``HTTP2Limits/maxFramesWithoutContent``, when the session has been ended with
+  /// GOAWAY(ENHANCE_YOUR_CALM) and ``receive(_:)`` is to throw.
+  func countFrameWithoutContent() -> Bool {
+    framesWithoutContent += 1
+    guard framesWithoutContent > localSettings.limits.maxFramesWithoutContent else { return true }
+    if terminalError == nil {
+      terminalError = HTTP2SessionError(
+        code: HTTP2SessionError.Codes.flooded,
+        message:
+          "the peer sent \(framesWithoutContent) frames in a row that carried nothing (empty DATA frames or "
+          + "informational headers)")
+      _ = nghttp2_session_terminate_session(session, HTTP2ErrorCode.enhanceYourCalm.rawValue)
+    }
+    return false
+  }
+
   /// on_frame_recv: a complete frame; header blocks, END_STREAM, SETTINGS, PING ACK and GOAWAY are reported.
   func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
     let hd = frame.pointee.hd
@@ -159,6 +176,11 @@ extension HTTP2Session {
         case .none: kind = .trailers
         }
       }
+      if kind == .informational {
+        guard countFrameWithoutContent() else { return 0 }
+      } else {
+        framesWithoutContent = 0
+      }
       delegate.session(
         self,
         didReceiveHeaders: headerBlock,
@@ -169,7 +191,12 @@ extension HTTP2Session {
       headerBlock.removeAll(keepingCapacity: true)
     case FrameType.data:
       if hd.flags & Flag.endStream != 0 {
+        framesWithoutContent = 0
         delegate.session(self, didReceiveEndOfStream: hd.stream_id)
+      } else if hd.length == 0 {
+        guard countFrameWithoutContent() else { return 0 }
+      } else {
+        framesWithoutContent = 0
       }
     case FrameType.settings:
       if hd.flags & Flag.ack == 0 {

@@ -95,6 +95,8 @@ public final class HTTP2Session {
   var outputFailed = false
   /// Set while nghttp2 or an output body runs, to catch re-entrant `receive` and output calls.
   var isBusy = false
+  /// Frames in a row from the peer that carried nothing (``HTTP2Limits/maxFramesWithoutContent``).
+  var framesWithoutContent = 0
 
   /// Creates a session and queues its first SETTINGS frame (and, for a client, the connection preface).
   ///
@@ -213,7 +215,7 @@ public final class HTTP2Session {
     let result = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
     isBusy = false
     if result < 0 {
-      let error = HTTP2SessionError(code: Int32(truncatingIfNeeded: result))
+      let error = terminalError ?? HTTP2SessionError(code: Int32(truncatingIfNeeded: result))
       terminalError = error
       // nghttp2 returns fatal errors (bad preface, flooding) without queueing a GOAWAY; queue one.
       _ = nghttp2_session_terminate_session(session, HTTP2ErrorCode.protocolError.rawValue)

@@ -77,6 +77,12 @@ public struct HTTP2Limits: Sendable, Hashable {
   public var streamResetBurst: Int
   /// See ``streamResetBurst``.
   public var streamResetRatePerSecond: Int
+  /// The most frames in a row, from the peer, that carry nothing: empty DATA frames without END_STREAM
+  /// and informational (1xx) header blocks. Past it the session ends with GOAWAY(ENHANCE_YOUR_CALM) and
+  /// ``HTTP2Session/receive(_:)`` throws ``HTTP2SessionError/Codes/flooded``, as nghttp2 does for its own
+  /// floods. Any frame with content (a non-empty DATA frame, a final header block) starts the count
+  /// again. Not an nghttp2 option: the session counts them. Default 1,000.
+  public var maxFramesWithoutContent: Int
 
   /// nghttp2's defaults unless given.
   public init(
@@ -85,8 +91,10 @@ public struct HTTP2Limits: Sendable, Hashable {
     maxSendHeaderBlockLength: Int = 64 << 10,
     maxContinuations: Int = 8,
     streamResetBurst: Int = 1_000,
-    streamResetRatePerSecond: Int = 33
+    streamResetRatePerSecond: Int = 33,
+    maxFramesWithoutContent: Int = 1_000
   ) {
+    self.maxFramesWithoutContent = maxFramesWithoutContent
     self.maxSettingsEntries = maxSettingsEntries
     self.maxOutboundAcks = maxOutboundAcks
     self.maxSendHeaderBlockLength = maxSendHeaderBlockLength

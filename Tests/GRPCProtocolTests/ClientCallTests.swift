@@ -412,6 +412,24 @@ struct CardinalityTests {
     #expect(failed.receiveHeaders(trailerFields("5"), endStream: true) == finish(.notFound))
   }
 
+  @Test("past maxEmptyMessagesInARow empty messages in a row the stream ends RESOURCE_EXHAUSTED; content resets it")
+  func emptyMessageFlood() {
+    let limit = GRPCClientCall.maxEmptyMessagesInARow
+    var call = GRPCClientCall.started(.serverStreaming)
+    let empties = [UInt8](repeating: 0, count: 5 * limit)
+    let first = call.data(empties)
+    #expect(first.action == .none)
+    #expect(first.messages.count == limit)
+    // One with content starts the count again.
+    #expect(call.data(frames([7])) == (.none, [[7]]))
+    #expect(call.data(empties).action == .none)
+    let over = call.data(frames([]))
+    #expect(
+      over.action
+        == reset(.resourceExhausted, "the server sent \(limit + 1) empty messages in a row, which carry nothing"))
+    #expect(over.messages.isEmpty)
+  }
+
   @Test("a zero-length message counts as the one unary message")
   func zeroLengthMessage() {
     var call = GRPCClientCall.started(.unary)

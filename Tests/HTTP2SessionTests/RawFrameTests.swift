@@ -180,3 +180,54 @@ struct RawFrameTests {
     )
   }
 }
+
+@Suite("Frames that carry nothing")
+struct EmptyFrameFloodTests {
+  /// A client session with one request submitted, its output drained, and the server's SETTINGS and response
+  /// headers received on stream 1.
+  /// The session's delegates: a session does not retain its delegate.
+  private let recorders = [Recorder(), Recorder()]
+
+  private func respondingClient(limit: Int, recorder: Int = 0, respond: Bool = true) throws -> HTTP2Session {
+    var settings = HTTP2Settings()
+    settings.limits.maxFramesWithoutContent = limit
+    let client = try HTTP2Session(role: .client, settings: settings, delegate: recorders[recorder])
+    _ = try client.submitRequest(headers: requestHeaders(), body: nil, endStream: true)
+    _ = drain(client)
+    try feed(client, rawFrame(RawType.settings))
+    if respond { try feed(client, rawFrame(RawType.headers, flags: RawFlag.endHeaders, stream: 1, [0x88])) }
+    return client
+  }
+
+  @Test("past the limit of empty DATA frames in a row the session ends with GOAWAY(ENHANCE_YOUR_CALM)")
+  func emptyDataFlood() throws {
+    let client = try respondingClient(limit: 100)
+    let empty = rawFrame(RawType.data, stream: 1)
+    try feed(client, Array([[UInt8]](repeating: empty, count: 100).joined()))
+    #expect(throws: HTTP2SessionError.self) { try feed(client, empty) }
+    #expect(client.terminationError?.code == HTTP2SessionError.Codes.flooded)
+    #expect(client.terminationError?.message.contains("101 frames in a row that carried nothing") == true)
+    let goAway = parseFrames(drain(client)).first { $0.type == RawType.goAway }
+    #expect(goAway.map { Array($0.payload[4..<8]) } == [0, 0, 0, 0x0B])
+  }
+
+  @Test("informational headers count too; a frame with content starts the count again")
+  func informationalFloodAndReset() throws {
+    let client = try respondingClient(limit: 10)
+    let empty = rawFrame(RawType.data, stream: 1)
+    let data = rawFrame(RawType.data, stream: 1, [0x61])
+    // 10 empty, one with content, 10 empty: within the limit each time.
+    for _ in 0..<3 {
+      try feed(client, Array([[UInt8]](repeating: empty, count: 10).joined()))
+      try feed(client, data)
+    }
+    #expect(client.terminationError == nil)
+    // 1xx blocks (":status: 100") before a response go over it.
+    let other = try respondingClient(limit: 10, recorder: 1, respond: false)
+    let informational = rawFrame(RawType.headers, flags: RawFlag.endHeaders, stream: 1, literal(index: 8, "100"))
+    #expect(throws: HTTP2SessionError.self) {
+      try feed(other, Array([[UInt8]](repeating: informational, count: 11).joined()))
+    }
+    #expect(other.terminationError?.code == HTTP2SessionError.Codes.flooded)
+  }
+}
