@@ -6,6 +6,7 @@
 // `read` and one `write` per loop turn serve TLS and cleartext alike.
 
 import COpenSSL
+import Primitives
 
 #if canImport(Glibc)
   import Glibc
@@ -123,6 +124,7 @@ package final class TLSContext: @unchecked Sendable {
         throw TLSError.openSSL("loading the system trust store")
       }
     case .caFile(let path):
+      try Self.checkFile(path, what: "CA file", maxBytes: CredentialFile.caBundleMaxBytes)
       guard SSL_CTX_load_verify_locations(context, path, nil) == 1 else {
         throw TLSError.openSSL("loading CA file \(path)")
       }
@@ -144,6 +146,7 @@ package final class TLSContext: @unchecked Sendable {
     Self.applyCommonSettings(context)
     try Self.loadIdentity(context, chain: configuration.certificateChainFile, key: configuration.privateKeyFile)
     if let clientCA = configuration.clientCAFile {
+      try Self.checkFile(clientCA, what: "client CA file", maxBytes: CredentialFile.caBundleMaxBytes)
       guard SSL_CTX_load_verify_locations(context, clientCA, nil) == 1 else {
         throw TLSError.openSSL("loading client CA file \(clientCA)")
       }
@@ -161,7 +164,19 @@ package final class TLSContext: @unchecked Sendable {
     js_SSL_CTX_refuse_passwords(context)
   }
 
+  /// OpenSSL opens the files itself: first make sure each is a regular file of a sane size (``CredentialFile``),
+  /// so that a FIFO or a device cannot hang or swell the process.
+  private static func checkFile(_ path: String, what: String, maxBytes: Int) throws(TLSError) {
+    do {
+      try CredentialFile.check(path, what: what, maxBytes: maxBytes)
+    } catch {
+      throw TLSError(error.description)
+    }
+  }
+
   private static func loadIdentity(_ context: OpaquePointer, chain: String, key: String) throws(TLSError) {
+    try checkFile(chain, what: "certificate chain", maxBytes: CredentialFile.caBundleMaxBytes)
+    try checkFile(key, what: "private key", maxBytes: CredentialFile.defaultMaxBytes)
     guard SSL_CTX_use_certificate_chain_file(context, chain) == 1 else {
       throw TLSError.openSSL("loading certificate chain \(chain)")
     }

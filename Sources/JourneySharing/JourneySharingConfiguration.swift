@@ -164,6 +164,10 @@ public struct JourneySharingConfiguration: Sendable {
   public var callTimeout: Duration
   /// A token is fetched again this many seconds before its `exp`. Default 60.
   public var tokenRefreshMargin: Double
+  /// How long the ``AuthorizationProvider`` has to answer: past it the fetch is cancelled and the trip's
+  /// attempt fails UNAVAILABLE ("did not answer"), counted in its health like any failure, and retried with
+  /// backoff. A provider that never answers cannot stall a trip. Default 30 s.
+  public var tokenFetchTimeout: Duration
   /// Threads that run subscriber callbacks. Default 4: up to 3 subscribers can block
   /// inside a callback without delaying any other trip's deliveries.
   public var deliveryThreads: Int
@@ -242,6 +246,7 @@ public struct JourneySharingConfiguration: Sendable {
     self.streamWatchdog = StreamWatchdog()
     self.callTimeout = .seconds(15)
     self.tokenRefreshMargin = 60
+    self.tokenFetchTimeout = .seconds(30)
     self.deliveryThreads = 4
     self.connection = Connection()
     self.limits = TripLimits()

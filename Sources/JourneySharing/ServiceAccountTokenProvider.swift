@@ -99,8 +99,11 @@ public final class ServiceAccountTokenProvider: AuthorizationProvider, CustomStr
     renewalMargin: Duration = .seconds(300),
     audience: String = ServiceAccountTokenProvider.fleetEngineAudience
   ) throws(ServiceAccountKeyError) {
-    guard let bytes = readFile(keyFile) else {
-      throw ServiceAccountKeyError(message: "cannot read the service account key file \(keyFile)")
+    let bytes: [UInt8]
+    do {
+      bytes = try CredentialFile.read(keyFile, what: "the service account key file")
+    } catch {
+      throw ServiceAccountKeyError(message: error.description)
     }
     try self.init(
       keyJSON: bytes, scope: scope, lifetime: lifetime, renewalMargin: renewalMargin, audience: audience)
@@ -192,18 +195,4 @@ public struct ServiceAccountKeyError: Error, Sendable, Hashable, CustomStringCon
   public var message: String
   /// `message`.
   public var description: String { message }
-}
-
-/// The bytes of the file at `path`, or nil when it cannot be read.
-func readFile(_ path: String) -> [UInt8]? {
-  guard let file = fopen(path, "rb") else { return nil }
-  defer { fclose(file) }
-  var bytes: [UInt8] = []
-  var buffer = [UInt8](repeating: 0, count: 16 << 10)
-  while true {
-    let count = fread(&buffer, 1, buffer.count, file)
-    if count <= 0 { break }
-    bytes.append(contentsOf: buffer[0..<count])
-  }
-  return ferror(file) == 0 ? bytes : nil
 }

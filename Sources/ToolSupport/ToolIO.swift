@@ -50,38 +50,18 @@ package func readText(path: String) -> String? {
   readBytes(path: path).map { String(decoding: $0, as: UTF8.self) }
 }
 
-/// The bytes of a small file holding a key, a token, a secret or a certificate: it must be a regular file
-/// (not a FIFO, a device such as /dev/zero, or a directory) of at most `maxBytes`, so that a wrong path
-/// can neither hang the tool nor fill its memory. Throws ``ToolFailure`` (invalid input) naming `option` and
-/// the path, never the contents.
-package func readCredentialFile(_ path: String, option: String, maxBytes: Int = 64 << 10) throws(ToolFailure)
-  -> [UInt8]
+/// The bytes of a small file holding a key, a token, a secret or a certificate (``CredentialFile``): a regular
+/// file (not a FIFO, a device such as /dev/zero, or a directory) of at most `maxBytes`, read against a deadline,
+/// so that a wrong path can neither hang the tool nor fill its memory. Throws ``ToolFailure`` (invalid input)
+/// naming `option` and the path, never the contents.
+package func readCredentialFile(_ path: String, option: String, maxBytes: Int = CredentialFile.defaultMaxBytes)
+  throws(ToolFailure) -> [UInt8]
 {
-  var info = stat()
-  guard stat(path, &info) == 0 else {
-    throw ToolFailure(.invalidInput, "cannot read \(option) \(path): errno \(errno)")
+  do {
+    return try CredentialFile.read(path, what: option, maxBytes: maxBytes)
+  } catch {
+    throw ToolFailure(.invalidInput, error.description)
   }
-  guard info.st_mode & S_IFMT == S_IFREG else {
-    throw ToolFailure(.invalidInput, "\(option) \(path) is not a regular file")
-  }
-  guard info.st_size <= maxBytes else {
-    throw ToolFailure(.invalidInput, "\(option) \(path) is larger than \(maxBytes) bytes")
-  }
-  let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-  guard fd >= 0 else { throw ToolFailure(.invalidInput, "cannot open \(option) \(path): errno \(errno)") }
-  defer { close(fd) }
-  var bytes = [UInt8](repeating: 0, count: maxBytes + 1)
-  var count = 0
-  while count < bytes.count {
-    let read = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-    if read == 0 { break }
-    guard read > 0 else { throw ToolFailure(.invalidInput, "cannot read \(option) \(path): errno \(errno)") }
-    count += read
-  }
-  guard count <= maxBytes else {
-    throw ToolFailure(.invalidInput, "\(option) \(path) is larger than \(maxBytes) bytes")
-  }
-  return Array(bytes[0..<count])
 }
 
 /// ``readCredentialFile(_:option:maxBytes:)`` as text without surrounding whitespace; empty is refused.

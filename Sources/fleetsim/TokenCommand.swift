@@ -80,16 +80,12 @@ struct TokenCommand: AsyncParsableCommand {
     } else if let jwtSecretFile {
       key = .hs256(secret: try readSecret(jwtSecretFile, option: "--jwt-secret-file"))
     } else if let jwtPrivateKey {
-      guard let pem = readText(path: jwtPrivateKey) else {
-        throw ToolFailure(.invalidInput, "cannot read --jwt-private-key \(jwtPrivateKey)")
-      }
+      let pem = String(decoding: try readCredentialFile(jwtPrivateKey, option: "--jwt-private-key"), as: UTF8.self)
       key = .rs256(privateKeyPEM: pem)
       kid = keyID
     } else {
       let path = serviceAccountFile ?? ""
-      guard let bytes = readBytes(path: path) else {
-        throw ToolFailure(.invalidInput, "cannot read --service-account-file \(path)")
-      }
+      let bytes = try readCredentialFile(path, option: "--service-account-file")
       let account: ServiceAccountKey
       do {
         account = try ServiceAccountKey(json: bytes)

@@ -57,9 +57,7 @@ struct ServerOptions: ParsableArguments {
     var authorization: (any AuthorizationProvider)?
     if let token { authorization = StaticTokenProvider(token: token) }
     if let tokenFile {
-      guard let contents = readText(path: tokenFile) else {
-        throw ToolFailure(.invalidInput, "cannot read --token-file \(tokenFile)")
-      }
+      let contents = String(decoding: try readCredentialFile(tokenFile, option: "--token-file"), as: UTF8.self)
       let value = String(contents.filter { !$0.isWhitespace })
       guard !value.isEmpty else { throw ToolFailure(.invalidInput, "--token-file \(tokenFile) is empty") }
       authorization = StaticTokenProvider(token: value)

@@ -190,6 +190,36 @@ struct TripAuthorizationTests {
     }
   }
 
+  @Test(
+    "A token provider that never answers: the fetch times out UNAVAILABLE, is cancelled, counts as a failure and is retried",
+    arguments: FixtureTransport.allCases)
+  func aHangingTokenProviderTimesOut(transport: FixtureTransport) async throws {
+    let provider = HangingTokenProvider()
+    try await withFollowFixture(
+      transport, simulation: { followSimConfiguration(auth: .hs256(secret: followSecret), now: $0) },
+      client: configured {
+        $0.authorization = provider
+        $0.tokenFetchTimeout = .milliseconds(500)
+      }
+    ) { fixture in
+      let recorder = RecordingSubscriber()
+      let model = fixture.model(2)
+      model.register(recorder)
+      #expect(await fixture.wait { recorder.errors().count >= 2 })
+      let errors = recorder.errors()
+      #expect(
+        errors.allSatisfy {
+          $0.code == GRPCStatusCode.unavailable.rawValue && $0.message.contains("did not answer within")
+        }, "\(errors)")
+      #expect(model.health.consecutiveFailures >= 1, "\(model.health)")
+      #expect(recorder.trips().isEmpty)
+      #expect(await model.modelState() == .active)
+      // Each fetch given up on was cancelled, and the next attempt asked again.
+      #expect(await fixture.wait { provider.cancelled >= 1 && provider.calls >= 2 })
+      model.unregisterSubscriber(recorder)
+    }
+  }
+
   @Test("A token for another trip: PERMISSION_DENIED, retried, and the token is not in the error")
   func aTokenForAnotherTripIsRefused() async throws {
     let clock = FixtureClock()
@@ -354,4 +384,23 @@ struct TripNameEndToEndTests {
   func invalidNamesFailLocally() async throws {
     try await TripNameChecks.invalidNamesFailLocally(.sockets)
   }
+}
+
+/// A token provider that never answers until its task is cancelled; counts its calls and cancellations.
+final class HangingTokenProvider: AuthorizationProvider {
+  private let counts = Mutex((calls: 0, cancelled: 0))
+
+  func fetchToken(with context: AuthorizationContext) async throws -> String {
+    counts.withLock { $0.calls += 1 }
+    do {
+      try await Task.sleep(for: .seconds(3_600))
+    } catch {
+      counts.withLock { $0.cancelled += 1 }
+      throw error
+    }
+    return "never"
+  }
+
+  var calls: Int { counts.withLock { $0.calls } }
+  var cancelled: Int { counts.withLock { $0.cancelled } }
 }

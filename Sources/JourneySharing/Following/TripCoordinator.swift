@@ -72,7 +72,8 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
     self.tokens = TokenCache(
       provider: services.configuration.authorization,
       context: self.parsedName.map { AuthorizationContext(tripID: $0.tripID, tripName: tripName) },
-      refreshMargin: services.configuration.tokenRefreshMargin, scheduler: scheduler)
+      refreshMargin: services.configuration.tokenRefreshMargin,
+      fetchTimeout: services.configuration.tokenFetchTimeout, scheduler: scheduler)
     self.tally = services.tally(on: scheduler)
   }
 
