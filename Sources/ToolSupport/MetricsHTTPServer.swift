@@ -1,9 +1,11 @@
 // Sources/ToolSupport/MetricsHTTPServer.swift - `GET /metrics` over HTTP/1.1, on a thread of its own
 //
-// The endpoint a Prometheus server scrapes (`--metrics-listen HOST:PORT`): a blocking accept loop on
-// one thread, one request per connection, answered and closed. Small on purpose: no keep-alive, no
-// chunking, no request bodies. A client gets at most `requestTimeout` to send its request head (at
-// most 8 KiB); the next connection waits behind it, which is what a scrape endpoint can afford.
+// The endpoint a Prometheus server scrapes (`--metrics-listen HOST:PORT`): one thread polling the listener and
+// every open connection (non-blocking), one request per connection, answered and closed. Small on purpose: no
+// keep-alive, no chunking, no request bodies. Each connection gets `requestTimeout` in all, from its accept to
+// the last byte of the answer (a whole-request deadline, not one per `recv`), and its request head is at most
+// 8 KiB. Up to 64 connections are served at once; when a 65th arrives the oldest is closed. A client that
+// trickles its request a byte at a time holds one slot for at most the deadline, and scrapes go on beside it.
 
 import Primitives
 
@@ -39,7 +41,7 @@ package final class MetricsHTTPServer: Sendable {
   ///
   /// - Parameters:
   ///   - contentType: the `Content-Type` of a 200 answer; default Prometheus' text format 0.0.4.
-  ///   - requestTimeout: how long a client may take to send its request head, and to take the answer.
+  ///   - requestTimeout: how long a client has, from its accept, to send its request head and take the answer.
   ///   - render: the body of a 200 answer, called on the server's thread for each request.
   /// - Throws: ``ToolFailure`` (``ToolExit/usage`` for a malformed address, ``ToolExit/cannotListen``
   ///   when it cannot be bound).
@@ -190,68 +192,133 @@ private final class AcceptLoop: Sendable {
     self.render = render
   }
 
+  /// The most connections served at once; a new one beyond it closes the oldest.
+  static let maxConnections = 64
+
+  /// One connection being served: what it sent so far, then the answer left to send.
+  private struct Client {
+    let fd: Int32
+    /// When it must be done (monotonic nanoseconds).
+    let deadline: UInt64
+    var head: [UInt8] = []
+    var answer: [UInt8]?
+    var sent = 0
+  }
+
   func run() {
+    var clients: [Client] = []
     defer {
+      for client in clients { close(client.fd) }
       close(listenFD)
       close(wakeReadFD)
     }
-    var fds = [
-      pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0),
-    ]
+    let timeout = UInt64(max(0, requestTimeout.saturatingNanoseconds))
+    var fds: [pollfd] = []
     while true {
-      fds[0].revents = 0
-      fds[1].revents = 0
-      let ready = poll(&fds, 2, -1)
-      if ready < 0 {
-        if errno == EINTR { continue }
-        return
+      fds.removeAll(keepingCapacity: true)
+      fds.append(pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0))
+      fds.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0))
+      for client in clients {
+        fds.append(pollfd(fd: client.fd, events: Int16(client.answer == nil ? POLLIN : POLLOUT), revents: 0))
       }
-      if fds[1].revents != 0 { return }
-      let client = accept(listenFD, nil, nil)
-      if client < 0 {
-        // EAGAIN: another wake-up took it; out of descriptors: wait a little rather than spin.
-        if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM { usleep(100_000) }
-        continue
+      let now = monotonicNanoseconds()
+      let nextDeadline = clients.map(\.deadline).min()
+      let wait = nextDeadline.map { Int32(clamping: ($0 > now ? $0 - now : 0) / 1_000_000 + 1) } ?? -1
+      let ready = poll(&fds, nfds_t(fds.count), wait)
+      if ready < 0 && errno != EINTR { return }
+      if fds[0].revents != 0 { return }
+      // Serve the ready connections (their pollfds follow the listener's, in order), then drop the finished
+      // and the late.
+      let after = monotonicNanoseconds()
+      for index in clients.indices where fds[index + 2].revents != 0 {
+        advance(&clients[index])
       }
-      _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-      serve(client)
-      close(client)
+      clients.removeAll { client in
+        let done = client.answer.map { client.sent >= $0.count } ?? false
+        let late = after >= client.deadline
+        let failed = client.fd < 0
+        if (done || late) && !failed { close(client.fd) }
+        return done || late || failed
+      }
+      if fds[1].revents != 0 {
+        acceptAll(into: &clients, deadline: after &+ timeout)
+      }
     }
   }
 
-  /// Reads one request head and answers it.
-  private func serve(_ fd: Int32) {
-    let (seconds, attoseconds) = requestTimeout.components
-    var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var head: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 2048)
-    while Self.endOfHead(in: head) == nil {
-      guard head.count < MetricsHTTPServer.maxRequestHead else {
-        respond(fd, status: "431 Request Header Fields Too Large", body: Array("request head too large\n".utf8))
+  /// Accepts every pending connection; beyond ``maxConnections`` the oldest open one is closed.
+  private func acceptAll(into clients: inout [Client], deadline: UInt64) {
+    while true {
+      let fd = accept(listenFD, nil, nil)
+      if fd < 0 {
+        // EAGAIN: none left; out of descriptors: wait a little rather than spin.
+        if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM { usleep(100_000) }
         return
       }
-      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      if count <= 0 { return }  // closed, timed out or failed before a whole head: nothing to answer
-      head.append(contentsOf: buffer[0..<count])
+      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+      if clients.count >= Self.maxConnections {
+        close(clients.removeFirst().fd)
+      }
+      clients.append(Client(fd: fd, deadline: deadline))
     }
+  }
+
+  /// Reads what `client` sent (answering once its head is whole), or sends more of its answer. A client
+  /// whose connection failed gets fd -1 (closed here).
+  private func advance(_ client: inout Client) {
+    if client.answer == nil {
+      var buffer = [UInt8](repeating: 0, count: 2048)
+      while client.answer == nil {
+        let count = buffer.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
+        if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else {
+          // Closed or failed before a whole head: nothing to answer.
+          close(client.fd)
+          client = Client(fd: -1, deadline: 0)
+          return
+        }
+        client.head.append(contentsOf: buffer[0..<count])
+        if Self.endOfHead(in: client.head) != nil {
+          client.answer = answer(to: client.head)
+        } else if client.head.count >= MetricsHTTPServer.maxRequestHead {
+          client.answer = Self.response(
+            status: "431 Request Header Fields Too Large", body: Array("request head too large\n".utf8))
+        }
+      }
+    }
+    guard let answer = client.answer else { return }
+    while client.sent < answer.count {
+      let sent = answer.withUnsafeBytes {
+        send(client.fd, $0.baseAddress! + client.sent, answer.count - client.sent, Int32(MSG_NOSIGNAL))
+      }
+      if sent < 0 && errno == EINTR { continue }
+      if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+      guard sent > 0 else {
+        close(client.fd)
+        client = Client(fd: -1, deadline: 0)
+        return
+      }
+      client.sent += sent
+    }
+  }
+
+  /// The whole response to a request head.
+  private func answer(to head: [UInt8]) -> [UInt8] {
     guard let request = Self.requestLine(head) else {
-      respond(fd, status: "400 Bad Request", body: Array("malformed request\n".utf8))
-      return
+      return Self.response(status: "400 Bad Request", body: Array("malformed request\n".utf8))
     }
     let target = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
     guard target == path else {
-      respond(fd, status: "404 Not Found", body: Array("not found; metrics are at \(path)\n".utf8))
-      return
+      return Self.response(status: "404 Not Found", body: Array("not found; metrics are at \(path)\n".utf8))
     }
     switch request.method {
-    case "GET": respond(fd, status: "200 OK", contentType: contentType, body: render())
-    case "HEAD": respond(fd, status: "200 OK", contentType: contentType, body: render(), headOnly: true)
+    case "GET": return Self.response(status: "200 OK", contentType: contentType, body: render())
+    case "HEAD": return Self.response(status: "200 OK", contentType: contentType, body: render(), headOnly: true)
     default:
-      respond(
-        fd, status: "405 Method Not Allowed", extraHeaders: "Allow: GET, HEAD\r\n",
+      return Self.response(
+        status: "405 Method Not Allowed", extraHeaders: "Allow: GET, HEAD\r\n",
         body: Array("method not allowed\n".utf8))
     }
   }
@@ -276,27 +343,13 @@ private final class AcceptLoop: Sendable {
     return (String(decoding: parts[0], as: UTF8.self), String(decoding: parts[1], as: UTF8.self))
   }
 
-  private func respond(
-    _ fd: Int32, status: String, contentType: String = "text/plain; charset=utf-8", extraHeaders: String = "",
+  private static func response(
+    status: String, contentType: String = "text/plain; charset=utf-8", extraHeaders: String = "",
     body: [UInt8], headOnly: Bool = false
-  ) {
+  ) -> [UInt8] {
     let header =
       "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n"
       + "\(extraHeaders)Connection: close\r\n\r\n"
-    guard sendAll(fd, Array(header.utf8)), !headOnly else { return }
-    _ = sendAll(fd, body)
-  }
-
-  private func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-    var offset = 0
-    while offset < bytes.count {
-      let sent = bytes.withUnsafeBytes {
-        send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-      }
-      if sent < 0 && errno == EINTR { continue }
-      if sent <= 0 { return false }
-      offset += sent
-    }
-    return true
+    return Array(header.utf8) + (headOnly ? [] : body)
   }
 }
