@@ -328,7 +328,8 @@ let targets: [Target] = [
   .target(
     name: "ToolSupport",
     dependencies: [
-      "Primitives", "GRPCProtocol", "ProtoWire", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      "Primitives", "GRPCProtocol", "HTTP2Transport", "ProtoWire",
+      .product(name: "ArgumentParser", package: "swift-argument-parser"),
     ],
     swiftSettings: defaultSwiftSettings
   ),

@@ -5,6 +5,7 @@
 // calls still open so that a graceful shutdown can wait for them and end those left at its deadline.
 // Runs on the server's event loop; no locks.
 
+import FleetEngineMessages
 import GRPCHealth
 import GRPCProtocol
 
@@ -98,6 +99,20 @@ final class FleetSimRouter: GRPCService, @unchecked Sendable {
       health.handle(metered)
     } else {
       trips.handle(metered)
+    }
+  }
+
+  /// The largest GetTrip request taken (either service's): a real one is under 200 bytes (a name and a
+  /// few enums); 4 KiB leaves room for a request header's strings. Health requests name a service.
+  static let maxGetTripRequestSize = 4 << 10
+
+  /// GetTrip's and health's small requests; nil (the server's limit) for paths FleetSim does not serve,
+  /// which are answered UNIMPLEMENTED anyway.
+  func maxRequestMessageSize(forMethod path: String) -> Int? {
+    switch path {
+    case FleetEngineMethods.unaryGetTrip, FleetEngineMethods.streamingGetTrip: Self.maxGetTripRequestSize
+    case HealthMethods.check, HealthMethods.watch: 1 << 10
+    default: nil
     }
   }
 

@@ -320,6 +320,9 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     metrics.updatesSent.increment()
   }
 
+  /// Unsent bytes of a stream past which its updates are merged into the next one it can take.
+  static let maxStreamBacklog = 64 << 10
+
   static func isFinal(_ trip: Trip) -> Bool {
     trip.tripStatus == .complete || trip.tripStatus == .canceled
   }
@@ -350,6 +353,13 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
       if stream.call.isClosed {
         streams[key] = nil
         streamsOpenChanged(by: -1)
+        continue
+      }
+      if stream.call.outboundBufferedBytes > Self.maxStreamBacklog {
+        // The client is not reading: skip this tick, before computing anything. The writer sends what
+        // changed since its last message, so the next one the client gets carries everything it missed
+        // (the final state included); a client that never reads costs at most this backlog.
+        anchor = stream.call
         continue
       }
       let trip = simulator.trip(index: stream.index, atSimulatedSeconds: seconds, routeFormat: stream.routeFormat)

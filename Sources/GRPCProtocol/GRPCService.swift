@@ -55,4 +55,15 @@ extension GRPCServerCallContext {
 public protocol GRPCService: AnyObject, Sendable {
   /// A call arrived: answer it now or later, on ``GRPCServerCallContext/scheduler``.
   func handle(_ call: any GRPCServerCallContext)
+
+  /// The largest request message the method at `path` takes, when it is smaller than the server's own
+  /// limit: a server refuses a larger one (RESOURCE_EXHAUSTED) as soon as its length prefix arrives,
+  /// before buffering any of it. Called on whatever thread reads the request; must not block. Default:
+  /// nil (the server's limit).
+  func maxRequestMessageSize(forMethod path: String) -> Int?
+}
+
+extension GRPCService {
+  /// No limit of the service's own.
+  public func maxRequestMessageSize(forMethod path: String) -> Int? { nil }
 }

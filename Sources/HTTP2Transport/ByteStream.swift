@@ -4,6 +4,8 @@
 // socket), runs the TLS handshake, reads in batches until the socket is
 // drained, and writes everything queued in as few `write` calls as possible.
 
+import HTTP2Session
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)
@@ -20,6 +22,13 @@ package protocol ByteStreamDelegate: AnyObject {
   func byteStreamDidFinishReading(_ stream: ByteStream)
   /// The stream closed; `error` says why, `nil` when its owner closed it cleanly.
   func byteStream(_ stream: ByteStream, didCloseWithError error: ConnectionError?)
+  /// Everything queued was written after the socket had made it wait: a moment to queue more, and to
+  /// resume reading if it was paused for output.
+  func byteStreamDidDrainOutput(_ stream: ByteStream)
+}
+
+extension ByteStreamDelegate {
+  package func byteStreamDidDrainOutput(_ stream: ByteStream) {}
 }
 
 /// A non-blocking TCP stream, with TLS when a ``TLSEngine`` is given. Confined to its loop.
@@ -48,6 +57,8 @@ package final class ByteStream: EventLoopHandler {
 
   /// Bytes queued for the socket and not yet written.
   package var outboundBufferedBytes: Int { outbound.count - outboundOffset }
+  /// Whether reading is paused (``pauseReading()``).
+  package var isReadingPaused: Bool { readPaused }
   /// Whether the stream is open for reading and writing.
   package var isOpen: Bool { if case .open = state { true } else { false } }
 
@@ -113,6 +124,11 @@ package final class ByteStream: EventLoopHandler {
       }
     case .handshaking, .open:
       if writable { flushSocket() }
+      if hangup && readPaused {
+        // Gone both ways while reading was paused: nothing more can be read or written.
+        close(error: .closedByPeer)
+        return
+      }
       if readable || hangup { readAvailable() }
     case .closed:
       break
@@ -255,7 +271,9 @@ package final class ByteStream: EventLoopHandler {
     }
     outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
     outboundOffset = 0
+    let waited = wantsWritable
     updateInterest(writable: false)
+    if waited { delegate?.byteStreamDidDrainOutput(self) }
   }
 
   private func compactOutbound() {
@@ -269,6 +287,30 @@ package final class ByteStream: EventLoopHandler {
     guard wantsWritable != writable else { return }
     wantsWritable = writable
     loop.setInterest(fd: fd, readable: !readPaused && !isConnecting, writable: writable)
+  }
+
+  /// Stops reading from the socket (its owner's output is backed up): what the peer sends waits in the
+  /// kernel, and TCP's window stops the peer. ``resumeReading()`` undoes it.
+  package func pauseReading() {
+    guard !readPaused, !isConnecting else { return }
+    readPaused = true
+    if case .closed = state { return }
+    loop.setInterest(fd: fd, readable: false, writable: wantsWritable)
+  }
+
+  /// Reads again after ``pauseReading()``; what arrived meanwhile is read on the next loop turn.
+  package func resumeReading() {
+    guard readPaused else { return }
+    readPaused = false
+    if case .closed = state { return }
+    loop.setInterest(fd: fd, readable: true, writable: wantsWritable)
+    // Plaintext TLS decrypted before the pause is not in the socket: hand it over without waiting for more.
+    if tls != nil {
+      loop.executeSoon { [weak self] in
+        guard let self, !self.readPaused else { return }
+        self.deliverTLSPlaintext()
+      }
+    }
   }
 
   private var isConnecting: Bool { if case .connecting = state { true } else { false } }
@@ -304,5 +346,34 @@ package final class ByteStream: EventLoopHandler {
     outbound = []
     outboundOffset = 0
     delegate?.byteStream(self, didCloseWithError: error)
+  }
+}
+
+extension ByteStream {
+  /// Moves `session`'s output to the socket, a batch at a time, while the unsent bytes stay under `limit`.
+  /// Past it, the rest waits in the session (responses in their streams, where producers see them); the
+  /// caller then stops reading until the socket drains (``ByteStreamDelegate/byteStreamDidDrainOutput(_:)``),
+  /// so that a peer that does not read can make this side hold at most `limit` plus one batch, and no more work.
+  ///
+  /// - Returns: whether the unsent bytes reached `limit` (the output is backed up).
+  func writeOutput(of session: HTTP2Session, limit: Int) -> Bool {
+    while isOpen {
+      var moved = 0
+      while outboundBufferedBytes < limit {
+        let count = session.withPendingOutput { bytes in
+          write(bytes)
+          return bytes.count
+        }
+        guard count > 0, isOpen else { break }
+        moved += count
+      }
+      guard isOpen else { return false }
+      if moved > 0 { flush() }
+      guard isOpen else { return false }
+      if outboundBufferedBytes >= limit { return true }
+      // Everything the socket took: more may be waiting in the session only if this round moved some.
+      if moved == 0 { return false }
+    }
+    return false
   }
 }

@@ -190,7 +190,6 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// When bytes last arrived from the server (monotonic nanoseconds).
   private var lastReadTime: UInt64 = 0
   private var connectTimer: EventLoop.TimerID?
-  private var outputScratch: [UInt8] = []
 
   /// Streams open on this connection.
   var activeStreamCount: Int { streams.count }
@@ -688,15 +687,23 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
   }
 
-  /// Hands every frame nghttp2 has queued to the socket.
+  /// Unsent output past which the connection stops reading from the server and leaves further frames in
+  /// the session until the socket drains: a server that does not read cannot make the client buffer
+  /// without bound (the server side holds itself to the same rule).
+  static let maxOutboundBytes = 1 << 20
+
+  /// Hands the frames nghttp2 has queued to the socket while its backlog is under ``maxOutboundBytes``
+  /// (``ByteStream/writeOutput(of:limit:)``).
   private func flushOutput() {
     guard let session, let stream, stream.isOpen else { return }
-    outputScratch.removeAll(keepingCapacity: true)
-    session.drainOutput(into: &outputScratch)
-    if !outputScratch.isEmpty {
-      outputScratch.withUnsafeBytes { stream.write($0) }
-      stream.flush()
+    if stream.writeOutput(of: session, limit: Self.maxOutboundBytes), !stream.isReadingPaused {
+      stream.pauseReading()
     }
+  }
+
+  func byteStreamDidDrainOutput(_ stream: ByteStream) {
+    if stream.isReadingPaused { stream.resumeReading() }
+    scheduleFlush()
   }
 
   /// Wakes the writers of streams whose unsent request bytes went down to the limit.

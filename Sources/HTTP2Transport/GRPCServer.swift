@@ -16,24 +16,46 @@ import Synchronization
 
 /// How a ``GRPCServer`` listens, and the bounds it holds its clients to.
 ///
-/// ### Bounds
-/// A client can make a server hold memory and descriptors; these bound how much:
+/// Anyone who can reach the port is a client, so every resource a client can make the server hold
+/// is bounded three times: per connection, per peer (the client's IP address, whatever number of
+/// connections it opens) and over the server. A peer past its share is refused; the others keep
+/// theirs.
+///
+/// ### Deadlines
+/// - **Handshake** (``handshakeTimeout``): from accept until the client's first SETTINGS frame
+///   (TLS, the connection preface and SETTINGS). A connection that sends nothing is closed.
+/// - **Request** (``requestTimeout``): from a request's HEADERS to its END_STREAM. A request that
+///   has started but not finished is answered DEADLINE_EXCEEDED and reset.
+/// - **Idle** (``idleTimeout``): a connection without a call (requests still arriving do not count)
+///   gets GOAWAY and is closed (grpc's `max_connection_idle`).
+///
+/// ### Budgets
 /// - **Request size.** A request message whose length prefix announces more than
-///   ``maxReceiveMessageSize`` is refused as soon as the prefix arrives, before any of it is
-///   buffered and before the stream's flow-control window is reopened.
-/// - **Request memory.** The bytes of requests still arriving (the part of a message received so
-///   far, and a complete message waiting for the end of its stream) are counted per connection
-///   (``maxRequestBytesPerConnection``) and over the server (``maxRequestBytes``). A DATA frame that
-///   would take either count over its limit refuses its request.
-/// - **Connections.** At most ``maxConnections`` are open at once; more are accepted and closed at once.
-/// - **Idle connections.** A connection with no open stream for ``idleTimeout`` gets GOAWAY and is
-///   closed (grpc's `max_connection_idle`).
+///   ``maxReceiveMessageSize``, or more than its method declares
+///   (``GRPCService/maxRequestMessageSize(forMethod:)``), is refused as soon as the prefix arrives.
+/// - **Request memory.** The bytes of requests still arriving are counted per connection
+///   (``maxRequestBytesPerConnection``), per peer (``maxRequestBytesPerPeer``) and over the server
+///   (``maxRequestBytes``). A DATA frame that would take a count over its limit refuses its request.
+/// - **Header memory.** The decoded header fields of every open stream (name, value and 32 bytes a
+///   field, as SETTINGS_MAX_HEADER_LIST_SIZE counts them) are counted per peer
+///   (``maxHeaderBytesPerPeer``) and over the server (``maxHeaderBytes``) for the stream's life; one
+///   list is at most ``maxHeaderListSize``.
+/// - **Streams.** At most ``maxConcurrentStreams`` a connection (SETTINGS) and ``maxStreamsPerPeer``
+///   a peer; a peer opens at most ``streamOpensPerSecondPerPeer`` a second after a burst of
+///   ``maxStreamsPerPeer``. A connection that opens streams faster gets GOAWAY(ENHANCE_YOUR_CALM), and
+///   its peer's new connections are closed at accept for ``peerPenalty``.
+/// - **Connections.** At most ``maxConnections`` open at once, ``maxConnectionsPerPeer`` a peer; more are
+///   accepted and closed at once.
+/// - **Output.** When a connection's unsent output passes ``maxOutboundBytesPerConnection`` the server
+///   stops reading from it and stops moving responses into it (they wait in their streams, where a
+///   producer sees them as ``GRPCServerCall/outboundBufferedBytes``) until it drains to a quarter.
 /// - **Descriptors.** When accepting fails for want of file descriptors (EMFILE, ENFILE), the server
 ///   stops watching the listener for 100 ms, doubling to 1 s while it lasts, instead of retrying at once.
 ///
 /// A refused request gets the response a gRPC server gives a request it cannot take: a Trailers-Only
-/// response with RESOURCE_EXHAUSTED, then RST_STREAM(NO_ERROR), which stops the client sending
-/// (RFC 9113 §8.1). ``GRPCServerStats`` counts every refusal.
+/// response with RESOURCE_EXHAUSTED (DEADLINE_EXCEEDED for the request deadline), then
+/// RST_STREAM(NO_ERROR), which stops the client sending (RFC 9113 §8.1). ``GRPCServerStats`` counts
+/// every refusal.
 public struct GRPCServerConfiguration: Sendable {
   /// The address to bind, for example `127.0.0.1`.
   public var host: String
@@ -45,25 +67,52 @@ public struct GRPCServerConfiguration: Sendable {
   public var maxConcurrentStreams: UInt32
   /// The largest request message accepted, checked against each message's length prefix. Default 4 MiB.
   public var maxReceiveMessageSize: Int
-  /// The most bytes of requests still arriving that one connection may hold. Default 16 MiB (four
+  /// The most bytes of requests still arriving that one connection may hold. Default 8 MiB (two
   /// requests of the default largest size at once); keep it at least ``maxReceiveMessageSize``.
   public var maxRequestBytesPerConnection: Int
+  /// The most bytes of requests still arriving that one peer's connections together may hold.
+  /// Default 16 MiB: four peers at their limit leave the server's default budget full.
+  public var maxRequestBytesPerPeer: Int
   /// The most bytes of requests still arriving that all connections together may hold. Default 64 MiB.
   public var maxRequestBytes: Int
+  /// Advertised and enforced SETTINGS_MAX_HEADER_LIST_SIZE. Default 8 KiB (gRPC's default; a Fleet
+  /// Engine request's headers, a JWT included, take about 1.5 KiB).
+  public var maxHeaderListSize: Int
+  /// The most decoded header bytes one peer's open streams may hold. Default 16 MiB.
+  public var maxHeaderBytesPerPeer: Int
+  /// The most decoded header bytes all open streams may hold. Default 64 MiB.
+  public var maxHeaderBytes: Int
+  /// The most streams one peer may have open over all its connections. Default 10,000.
+  public var maxStreamsPerPeer: Int
+  /// Streams one peer may open a second, after a burst of ``maxStreamsPerPeer``. Default 1,000.
+  public var streamOpensPerSecondPerPeer: Double
+  /// How long the connections of a peer that opened streams too fast are refused at accept. Default 1 s.
+  public var peerPenalty: Duration
   /// The most connections open at once; a connection accepted beyond it is closed at once (the
   /// client sees the connection end before any HTTP/2 frame). Default 1024.
   public var maxConnections: Int
-  /// How long a connection may have no open stream (from its accept, or since its last stream
-  /// ended) before the server sends GOAWAY and closes it; `nil` keeps idle connections open.
-  /// Default 5 minutes.
+  /// The most connections one peer may have open at once. Default 64.
+  public var maxConnectionsPerPeer: Int
+  /// Unsent output of a connection past which the server stops reading from it. Default 1 MiB.
+  public var maxOutboundBytesPerConnection: Int
+  /// How long a new connection has to complete TLS, the preface and its first SETTINGS. Default 10 s.
+  public var handshakeTimeout: Duration
+  /// How long a request may take from its HEADERS to its END_STREAM. Default 10 s.
+  public var requestTimeout: Duration
+  /// How long a connection may have no call (from its accept, or since its last call ended) before
+  /// the server sends GOAWAY and closes it; `nil` keeps idle connections open. Default 5 minutes.
   public var idleTimeout: Duration?
 
   /// A configuration listening on `host:port`; every parameter has the default described on its property.
   public init(
     host: String = "127.0.0.1", port: Int = 0, tls: TLSServerConfiguration? = nil,
     maxConcurrentStreams: UInt32 = 1000, maxReceiveMessageSize: Int = 4 << 20,
-    maxRequestBytesPerConnection: Int = 16 << 20, maxRequestBytes: Int = 64 << 20,
-    maxConnections: Int = 1024, idleTimeout: Duration? = .seconds(300)
+    maxRequestBytesPerConnection: Int = 8 << 20, maxRequestBytesPerPeer: Int = 16 << 20,
+    maxRequestBytes: Int = 64 << 20, maxHeaderListSize: Int = 8 << 10, maxHeaderBytesPerPeer: Int = 16 << 20,
+    maxHeaderBytes: Int = 64 << 20, maxStreamsPerPeer: Int = 10_000, streamOpensPerSecondPerPeer: Double = 1_000,
+    peerPenalty: Duration = .seconds(1), maxConnections: Int = 1024, maxConnectionsPerPeer: Int = 64,
+    maxOutboundBytesPerConnection: Int = 1 << 20, handshakeTimeout: Duration = .seconds(10),
+    requestTimeout: Duration = .seconds(10), idleTimeout: Duration? = .seconds(300)
   ) {
     self.host = host
     self.port = port
@@ -71,9 +120,30 @@ public struct GRPCServerConfiguration: Sendable {
     self.maxConcurrentStreams = maxConcurrentStreams
     self.maxReceiveMessageSize = maxReceiveMessageSize
     self.maxRequestBytesPerConnection = maxRequestBytesPerConnection
+    self.maxRequestBytesPerPeer = maxRequestBytesPerPeer
     self.maxRequestBytes = maxRequestBytes
+    self.maxHeaderListSize = maxHeaderListSize
+    self.maxHeaderBytesPerPeer = maxHeaderBytesPerPeer
+    self.maxHeaderBytes = maxHeaderBytes
+    self.maxStreamsPerPeer = maxStreamsPerPeer
+    self.streamOpensPerSecondPerPeer = streamOpensPerSecondPerPeer
+    self.peerPenalty = peerPenalty
     self.maxConnections = maxConnections
+    self.maxConnectionsPerPeer = maxConnectionsPerPeer
+    self.maxOutboundBytesPerConnection = maxOutboundBytesPerConnection
+    self.handshakeTimeout = handshakeTimeout
+    self.requestTimeout = requestTimeout
     self.idleTimeout = idleTimeout
+  }
+
+  /// No per-peer bounds: for a benchmark's or a test's own server, where one local client stands for
+  /// many. Never for a port others can reach.
+  public mutating func removePeerLimits() {
+    maxRequestBytesPerPeer = .max
+    maxHeaderBytesPerPeer = .max
+    maxStreamsPerPeer = .max
+    streamOpensPerSecondPerPeer = 1e9
+    maxConnectionsPerPeer = .max
   }
 }
 
@@ -108,6 +178,21 @@ public struct GRPCServerStats: Sendable, Hashable {
   public var connectionsClosedIdle: Int = 0
   /// Times accepting paused because the process or system ran out of file descriptors (EMFILE, ENFILE).
   public var acceptPauses: Int = 0
+  /// Connections closed at accept because their peer had ``GRPCServerConfiguration/maxConnectionsPerPeer``
+  /// open, or was serving a penalty for opening streams too fast.
+  public var peerConnectionsRefused: Int = 0
+  /// Connections closed because they did not complete their handshake within
+  /// ``GRPCServerConfiguration/handshakeTimeout``.
+  public var handshakesTimedOut: Int = 0
+  /// Requests answered DEADLINE_EXCEEDED because they did not end within ``GRPCServerConfiguration/requestTimeout``.
+  public var requestsTimedOut: Int = 0
+  /// Connections ended with GOAWAY(ENHANCE_YOUR_CALM) because their peer opened streams too fast.
+  public var connectionsRateLimited: Int = 0
+  /// Decoded header bytes held now by open streams, over all connections.
+  public var heldHeaderBytes: Int = 0
+  /// Times a connection stopped being read because its unsent output passed
+  /// ``GRPCServerConfiguration/maxOutboundBytesPerConnection``.
+  public var readPauses: Int = 0
 }
 
 /// A gRPC server on its own event loop thread.
@@ -208,6 +293,29 @@ public final class GRPCServer: Sendable {
   }
 }
 
+/// What one client address holds of the server's budgets. Confined to the server's loop.
+final class PeerUsage {
+  var connections = 0
+  var streams = 0
+  var requestBytes = 0
+  var headerBytes = 0
+  /// The peer's stream-open rate limit.
+  var streamOpens: RateLimit
+  /// Until when (monotonic nanoseconds) its new connections are refused.
+  var penaltyUntil: UInt64 = 0
+
+  init(_ configuration: GRPCServerConfiguration) {
+    let burst = configuration.maxStreamsPerPeer == .max ? Int(Int32.max) : configuration.maxStreamsPerPeer
+    streamOpens = RateLimit(burst: burst, perSecond: configuration.streamOpensPerSecondPerPeer)
+  }
+
+  /// Whether it holds nothing and owes nothing at `now`: it may be forgotten.
+  func isIdle(at now: UInt64) -> Bool {
+    connections == 0 && streams == 0 && requestBytes == 0 && headerBytes == 0 && penaltyUntil <= now
+      && streamOpens.isIdle(at: now)
+  }
+}
+
 /// The server's state on its loop.
 final class ServerCore: EventLoopHandler {
   let loop: EventLoop
@@ -238,6 +346,12 @@ final class ServerCore: EventLoopHandler {
   private var episodePauses = 0
   /// Whether connections are being refused for the connection limit (logged once per episode).
   private var refusingConnections = false
+  /// What each client address holds; an entry goes once it holds nothing and its rate limit is full again.
+  private var peers: [String: PeerUsage] = [:]
+  /// Peers whose refusal was logged, until they are forgotten (one line per peer and episode).
+  private var peersRefusalLogged: Set<String> = []
+  /// The pending sweep of forgotten peers, if any.
+  private var peerSweepScheduled = false
 
   init(
     loop: EventLoop, configuration: GRPCServerConfiguration, tlsContext: TLSContext?, service: any GRPCService,
@@ -284,6 +398,13 @@ final class ServerCore: EventLoopHandler {
       }
       guard let fd else { return }
       acceptSucceeded()
+      let peer = Socket.peerAddress(fd)?.hostAndPort.host ?? "unknown"
+      if let reason = peerRefusal(peer) {
+        Glibc.close(fd)
+        stats.peerConnectionsRefused += 1
+        logPeerRefusal(peer, reason)
+        continue
+      }
       if connections.count >= configuration.maxConnections {
         // Refused before anything is read or written: the client sees the connection end at once.
         Glibc.close(fd)
@@ -305,7 +426,7 @@ final class ServerCore: EventLoopHandler {
           continue
         }
       }
-      let peer = Socket.peerAddress(fd)?.hostAndPort.host ?? "unknown"
+      usage(of: peer).connections += 1
       let connection = ServerConnection(
         core: self, stream: ByteStream(loop: loop, fd: fd, tls: tls, connecting: false), peer: peer)
       connections[ObjectIdentifier(connection)] = connection
@@ -318,6 +439,10 @@ final class ServerCore: EventLoopHandler {
   func connectionClosed(_ connection: ServerConnection) {
     if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
       stats.openConnections -= 1
+      if let usage = peers[connection.peer] {
+        usage.connections -= 1
+        forgetIfIdle(connection.peer, usage)
+      }
     }
     if refusingConnections && connections.count < configuration.maxConnections {
       refusingConnections = false
@@ -372,6 +497,82 @@ final class ServerCore: EventLoopHandler {
     logger.notice("accepting connections again", metadata: ["pauses": "\(episodePauses)"])
     nextAcceptPause = nil
     episodePauses = 0
+  }
+
+  // MARK: - Peers
+
+  /// Why a new connection from `peer` is refused, or nil when it may open.
+  private func peerRefusal(_ peer: String) -> String? {
+    guard let usage = peers[peer] else { return nil }
+    if usage.connections >= configuration.maxConnectionsPerPeer {
+      return "it has \(usage.connections) connections open (--max-connections-per-peer)"
+    }
+    if usage.penaltyUntil > monotonicNanoseconds() { return "it opened streams too fast" }
+    return nil
+  }
+
+  private func logPeerRefusal(_ peer: String, _ reason: String) {
+    guard peersRefusalLogged.insert(peer).inserted else { return }
+    logger.warning("refusing connections from a peer", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
+    scheduleSweep()
+  }
+
+  /// The usage of `peer` (which has a connection open, so an entry).
+  func usage(of peer: String) -> PeerUsage {
+    if let usage = peers[peer] { return usage }
+    let usage = PeerUsage(configuration)
+    peers[peer] = usage
+    return usage
+  }
+
+  /// A stream of `peer` opened: false when the peer opens streams faster than its rate, which puts it
+  /// under penalty (the caller ends the connection).
+  func streamOpened(by usage: PeerUsage) -> Bool {
+    let now = monotonicNanoseconds()
+    guard usage.streamOpens.take(at: now) else {
+      usage.penaltyUntil = now &+ UInt64(max(0, configuration.peerPenalty.saturatingNanoseconds))
+      stats.connectionsRateLimited += 1
+      scheduleSweep()
+      return false
+    }
+    return true
+  }
+
+  /// Forgets `peer` once it holds nothing and owes nothing (its rate limit full, no penalty); otherwise a
+  /// sweep comes back for it.
+  private func forgetIfIdle(_ peer: String, _ usage: PeerUsage) {
+    guard usage.connections == 0 else { return }
+    if usage.isIdle(at: monotonicNanoseconds()) {
+      peers[peer] = nil
+      peersRefusalLogged.remove(peer)
+    } else {
+      scheduleSweep()
+    }
+  }
+
+  /// Sweeps forgotten peers once a second while any is left to sweep.
+  private func scheduleSweep() {
+    guard !peerSweepScheduled else { return }
+    peerSweepScheduled = true
+    loop.scheduleTimer(after: .seconds(1)) { [self] in
+      peerSweepScheduled = false
+      let now = monotonicNanoseconds()
+      var pending = false
+      for (peer, usage) in peers where usage.connections == 0 {
+        if usage.isIdle(at: now) {
+          peers[peer] = nil
+        } else {
+          pending = true
+        }
+      }
+      peersRefusalLogged = peersRefusalLogged.filter { peers[$0].map { !$0.isIdle(at: now) } ?? false }
+      if pending || !peersRefusalLogged.isEmpty { scheduleSweep() }
+    }
+  }
+
+  /// Counts `delta` more (or, negative, fewer) decoded header bytes held by open streams.
+  func headerBytesChanged(by delta: Int) {
+    stats.heldHeaderBytes += delta
   }
 
   // MARK: - Request memory

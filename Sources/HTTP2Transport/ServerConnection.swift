@@ -74,8 +74,9 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
     connection.sendMessage(streamID: streamID, message)
   }
 
-  /// Bytes queued for this call that flow control has not let out yet. A producer
-  /// should hold back (or coalesce) while this grows.
+  /// Bytes queued for this call that flow control has not let out yet, plus the connection's whole unsent
+  /// output while that is over ``GRPCServerConfiguration/maxOutboundBytesPerConnection``. A producer should
+  /// hold back (or coalesce) while this grows.
   public var outboundBufferedBytes: Int {
     connection?.outboundBufferedBytes(streamID: streamID) ?? 0
   }
@@ -153,17 +154,53 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     var refused = false
     /// The bytes of it held, as counted against the request memory limits.
     var heldBytes = 0
+    /// When its HEADERS arrived (monotonic nanoseconds), for the request deadline.
+    var startedAt: UInt64 = 0
 
     init(deframer: GRPCMessageDeframer) { self.deframer = deframer }
   }
 
   unowned let core: ServerCore
   let stream: ByteStream
+  /// What the connection's peer holds over all its connections.
+  let usage: PeerUsage
   private var session: HTTP2Session?
   private var requests: [Int32: PendingRequest] = [:]
+  /// The decoded header bytes each open stream holds (0 once its headers were let go), counted against the
+  /// peer's and the server's header budgets; an entry per stream counted against the peer's streams.
+  private var streamHolds: [Int32: Int] = [:]
+  /// The handshake deadline's timer, until the client's first SETTINGS frame.
+  private var handshakeTimer: EventLoop.TimerID?
+  /// The request deadline's timer: at most one, due when the oldest unfinished request's deadline is.
+  private var requestTimer: EventLoop.TimerID?
+  /// Set inside the session's callbacks when the connection must end (a peer opening streams too fast):
+  /// it is closed once the session has returned.
+  private var closeAfterInput = false
+  /// Calls whose request is complete, waiting to be handed to the service: after the input that completed
+  /// them has been read to its end (a request reset in the same input never reaches the service), at most
+  /// ``callsPerTurn`` a loop turn.
+  private var readyCalls: [GRPCServerCall] = []
+  private var readyCallsHead = 0
+  /// Why reading is paused: the socket's output is backed up, or the connection used its turn.
+  private var pausedForOutput = false
+  private var pausedForTurn = false
+  /// The connection's next turn is scheduled.
+  private var turnScheduled = false
+  /// Decoded header bytes (refused lists included) since the connection's last turn began.
+  private var turnHeaderBytes = 0
+  /// Input read but not yet given to the session: what a turn ended before (at most one read's worth).
+  private var pendingInput: [UInt8] = []
+  /// How much input the session is given at a time, between checks of the connection's turn.
+  static let inputSlice = 1 << 10
+
+  /// Calls one connection hands to the service per loop turn: a client sending thousands of requests in one
+  /// read waits for its later ones while the other connections on the loop get their turn.
+  static let callsPerTurn = 32
+  /// Decoded header bytes one connection may cost per loop turn (HPACK lets a few bytes on the wire stand
+  /// for kilobytes decoded): past it, reading pauses until its next turn.
+  static let headerBytesPerTurn = 1 << 20
   private var calls: [Int32: GRPCServerCall] = [:]
   private var flushScheduled = false
-  private var outputScratch: [UInt8] = []
   /// Where ``sendMessage(streamID:_:)`` frames a message.
   private var messageScratch: [UInt8] = []
   private var closed = false
@@ -178,11 +215,21 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     self.core = core
     self.stream = stream
     self.peer = peer
+    self.usage = core.usage(of: peer)
   }
 
   func start() {
     stream.delegate = self
     stream.start()
+    handshakeTimer = core.loop.scheduleTimer(after: core.configuration.handshakeTimeout) { [weak self] in
+      guard let self, !self.closed else { return }
+      self.handshakeTimer = nil
+      self.core.stats.handshakesTimedOut += 1
+      self.core.logger.debug(
+        "closing a connection that did not complete its handshake",
+        metadata: ["peer": "\(self.peer)", "handshake_timeout": "\(self.core.configuration.handshakeTimeout)"])
+      self.drop()
+    }
     becameIdleIfNoStreams()
   }
 
@@ -190,6 +237,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     do {
       var settings = HTTP2Settings()
       settings.maxConcurrentStreams = core.configuration.maxConcurrentStreams
+      settings.maxHeaderListSize = UInt32(clamping: core.configuration.maxHeaderListSize)
       session = try HTTP2Session(role: .server, settings: settings, delegate: self)
       scheduleFlush()
     } catch {
@@ -198,9 +246,37 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   func byteStream(_ stream: ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
+    guard pendingInput.isEmpty else {
+      // Read before a pause took effect: it waits its turn behind what is already waiting.
+      pendingInput.append(contentsOf: bytes)
+      return
+    }
+    process(bytes)
+  }
+
+  /// Feeds `bytes` to the session a slice at a time, handing ready calls to the service after each; once the
+  /// connection has used its turn, the rest waits in ``pendingInput`` for the next one. A slice of a few
+  /// kilobytes can still stand for megabytes of decoded headers, never for the whole read.
+  private func process(_ bytes: UnsafeRawBufferPointer) {
     guard let session else { return }
+    var offset = 0
     do {
-      try session.receive(bytes)
+      while offset < bytes.count {
+        let end = min(bytes.count, offset + Self.inputSlice)
+        try session.receive(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+        offset = end
+        if closeAfterInput {
+          flushNow()
+          stream.close(error: nil)
+          return
+        }
+        dispatchReadyCalls()
+        if turnHeaderBytes > Self.headerBytesPerTurn { yieldTurn() }
+        if pausedForTurn && offset < bytes.count {
+          pendingInput.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+          return
+        }
+      }
     } catch {
       // A client that breaks the protocol gets its GOAWAY and is closed; others are unaffected.
       core.logger.info(
@@ -221,9 +297,16 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
     if let idleTimer { core.loop.cancelTimer(idleTimer) }
     idleTimer = nil
+    if let handshakeTimer { core.loop.cancelTimer(handshakeTimer) }
+    handshakeTimer = nil
+    if let requestTimer { core.loop.cancelTimer(requestTimer) }
+    requestTimer = nil
+    readyCalls.removeAll()
+    readyCallsHead = 0
     let open = calls
     calls.removeAll()
     for streamID in Array(requests.keys) { removeRequest(streamID) }
+    for streamID in Array(streamHolds.keys) { releaseStream(streamID) }
     for (_, call) in open {
       core.stats.openCalls -= 1
       call.cancelledByPeer()
@@ -243,8 +326,23 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       if endStream { requestEnded(streamID) }
       return
     }
-    let request = PendingRequest(
-      deframer: GRPCMessageDeframer(maxMessageSize: core.configuration.maxReceiveMessageSize))
+    guard !closeAfterInput else { return }
+    guard core.streamOpened(by: usage) else {
+      endForStreamRate(session)
+      return
+    }
+    var headerBytes = 0
+    for header in headers { headerBytes += header.name.utf8.count + header.value.utf8.count + 32 }
+    turnHeaderBytes += headerBytes
+    holdStream(streamID, headerBytes: headerBytes)
+    let limits = core.configuration
+    let maxMessageSize = min(
+      limits.maxReceiveMessageSize,
+      headers.first { $0.name == ":path" }.flatMap {
+        core.service.maxRequestMessageSize(forMethod: $0.value)
+      } ?? .max)
+    let request = PendingRequest(deframer: GRPCMessageDeframer(maxMessageSize: maxMessageSize))
+    request.startedAt = monotonicNanoseconds()
     var fields: [(name: String, value: String)] = []
     var contentType = ""
     var method = ""
@@ -263,8 +361,102 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       request.failed = GRPCStatus(code: .internalError, message: "not a gRPC request (\(method), \(contentType))")
     }
     requests[streamID] = request
-    streamOpened()
-    if endStream { requestEnded(streamID) }
+    if usage.streams > limits.maxStreamsPerPeer {
+      refuse(
+        streamID, request,
+        status: GRPCStatus(
+          code: .resourceExhausted, message: "this client has more than \(limits.maxStreamsPerPeer) streams open"))
+    } else if usage.headerBytes > limits.maxHeaderBytesPerPeer {
+      refuse(
+        streamID, request,
+        status: GRPCStatus(
+          code: .resourceExhausted,
+          message: "this client's open streams hold more than \(limits.maxHeaderBytesPerPeer) bytes of headers"))
+    } else if core.stats.heldHeaderBytes > limits.maxHeaderBytes {
+      refuse(
+        streamID, request,
+        status: GRPCStatus(
+          code: .resourceExhausted,
+          message: "the server's open streams hold more than \(limits.maxHeaderBytes) bytes of headers"))
+    }
+    if endStream {
+      requestEnded(streamID)
+    } else if requestTimer == nil {
+      scheduleRequestCheck(after: limits.requestTimeout)
+    }
+  }
+
+  /// The peer opens streams faster than its rate: the connection ends (GOAWAY(ENHANCE_YOUR_CALM)) once the
+  /// session has returned, and the peer's next connections are refused for a while. nghttp2's own
+  /// rapid-reset limit works per connection; this one holds over reconnects.
+  private func endForStreamRate(_ session: HTTP2Session) {
+    core.logger.info(
+      "ending a connection whose peer opens streams too fast",
+      metadata: [
+        "peer": "\(peer)", "streams_per_second": "\(core.configuration.streamOpensPerSecondPerPeer)",
+        "penalty": "\(core.configuration.peerPenalty)",
+      ])
+    session.goAway(errorCode: .enhanceYourCalm, debugData: Array("streams opened too fast".utf8))
+    closeAfterInput = true
+  }
+
+  // MARK: - What streams hold
+
+  /// Counts a newly opened stream and its decoded headers against the peer's and the server's budgets.
+  private func holdStream(_ streamID: Int32, headerBytes: Int) {
+    streamHolds[streamID] = headerBytes
+    usage.streams += 1
+    usage.headerBytes += headerBytes
+    core.headerBytesChanged(by: headerBytes)
+  }
+
+  /// Lets go of the headers `streamID` holds (its request was refused: its metadata is dropped).
+  private func releaseHeaders(_ streamID: Int32) {
+    guard let held = streamHolds[streamID], held > 0 else { return }
+    streamHolds[streamID] = 0
+    usage.headerBytes -= held
+    core.headerBytesChanged(by: -held)
+  }
+
+  /// The stream closed: it no longer counts.
+  private func releaseStream(_ streamID: Int32) {
+    guard let held = streamHolds.removeValue(forKey: streamID) else { return }
+    usage.streams -= 1
+    usage.headerBytes -= held
+    core.headerBytesChanged(by: -held)
+  }
+
+  // MARK: - Request deadline
+
+  private func scheduleRequestCheck(after delay: Duration) {
+    requestTimer = core.loop.scheduleTimer(after: delay) { [weak self] in
+      guard let self else { return }
+      self.requestTimer = nil
+      self.checkRequestDeadlines()
+    }
+  }
+
+  /// Refuses every request still arriving past its deadline with DEADLINE_EXCEEDED; comes back when the
+  /// next one's is due.
+  private func checkRequestDeadlines() {
+    guard !closed else { return }
+    let timeout = UInt64(max(0, core.configuration.requestTimeout.saturatingNanoseconds))
+    let now = monotonicNanoseconds()
+    var nextDue: UInt64?
+    for (streamID, request) in requests where !request.refused {
+      let due = request.startedAt &+ timeout
+      if due <= now {
+        core.stats.requestsTimedOut += 1
+        refuse(
+          streamID, request,
+          status: GRPCStatus(
+            code: .deadlineExceeded,
+            message: "the request did not end within \(core.configuration.requestTimeout) of its headers"))
+      } else {
+        nextDue = min(nextDue ?? due, due)
+      }
+    }
+    if let nextDue { scheduleRequestCheck(after: .nanoseconds(Int64(nextDue - now))) }
   }
 
   /// DATA of a request. Checked before the window is reopened: the message's length prefix against
@@ -306,6 +498,10 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
         refusal = GRPCStatus(
           code: .resourceExhausted,
           message: "the connection's unfinished requests exceed \(limits.maxRequestBytesPerConnection) bytes")
+      } else if usage.requestBytes > limits.maxRequestBytesPerPeer {
+        refusal = GRPCStatus(
+          code: .resourceExhausted,
+          message: "this client's unfinished requests exceed \(limits.maxRequestBytesPerPeer) bytes")
       } else if !core.requestBytesWithinLimit {
         refusal = GRPCStatus(
           code: .resourceExhausted, message: "the server's unfinished requests exceed \(limits.maxRequestBytes) bytes")
@@ -324,8 +520,10 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private func refuse(_ streamID: Int32, _ request: PendingRequest, status: GRPCStatus) {
     request.refused = true
     request.message = nil
+    request.metadata = GRPCMetadata()
     request.deframer = GRPCMessageDeframer(maxMessageSize: 0)
     setHeldBytes(of: request, to: 0)
+    releaseHeaders(streamID)
     core.stats.requestsRefused += 1
     core.logger.debug(
       "refused a request while it arrived",
@@ -353,6 +551,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     guard delta != 0 else { return }
     request.heldBytes = bytes
     requestBytes += delta
+    usage.requestBytes += delta
     core.requestBytesChanged(by: delta)
   }
 
@@ -379,6 +578,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       request: request.message ?? [], timeout: request.timeout, peerAddress: peer, loop: core.loop, connection: self,
       streamID: streamID)
     calls[streamID] = call
+    idleSince = nil
     core.stats.callsStarted += 1
     core.stats.openCalls += 1
     if let failed = request.failed {
@@ -386,13 +586,80 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     } else if request.message == nil || request.deframer.hasPartialMessage {
       call.finish(GRPCStatus(code: .internalError, message: "the request message is missing or incomplete"))
     } else {
-      core.service.handle(call)
+      readyCalls.append(call)
     }
     scheduleFlush()
   }
 
+  // MARK: - Handing calls to the service
+
+  /// Hands up to ``callsPerTurn`` ready calls to the service, skipping those the client reset meanwhile. With
+  /// more waiting, reading pauses and the rest go on the next loop turn (a timer: timers run after the loop
+  /// has handled the other sockets' events).
+  private func dispatchReadyCalls() {
+    var handed = 0
+    while readyCallsHead < readyCalls.count, handed < Self.callsPerTurn, !closed {
+      let call = readyCalls[readyCallsHead]
+      readyCallsHead += 1
+      guard !call.isClosed else { continue }
+      handed += 1
+      core.service.handle(call)
+    }
+    if readyCallsHead == readyCalls.count {
+      readyCalls.removeAll(keepingCapacity: readyCalls.count <= 1024)
+      readyCallsHead = 0
+      return
+    }
+    yieldTurn()
+  }
+
+  /// The connection used its turn: reading pauses, and the next turn (a timer: timers run after the loop has
+  /// handled the other sockets' events) hands over more calls and reads again once none wait.
+  private func yieldTurn() {
+    guard !closed else { return }
+    if !pausedForTurn {
+      pausedForTurn = true
+      updateReading()
+    }
+    guard !turnScheduled else { return }
+    turnScheduled = true
+    core.loop.scheduleTimer(after: .zero) { [weak self] in
+      guard let self, !self.closed else { return }
+      self.turnScheduled = false
+      self.turnHeaderBytes = 0
+      self.pausedForTurn = false
+      self.dispatchReadyCalls()
+      if !self.pausedForTurn && !self.pendingInput.isEmpty {
+        let input = self.pendingInput
+        self.pendingInput = []
+        input.withUnsafeBytes { self.process($0) }
+      }
+      self.scheduleFlush()
+      if !self.pausedForTurn { self.updateReading() }
+    }
+  }
+
+  func session(_ session: HTTP2Session, didRefuseHeaderListOfSize size: Int, limit: Int, streamID: Int32) {
+    // nghttp2 decoded the list before it was refused: it counts against the connection's turn, and the
+    // stream against the peer's rate.
+    turnHeaderBytes += size
+    guard !closeAfterInput, !core.streamOpened(by: usage) else { return }
+    endForStreamRate(session)
+  }
+
+  /// Pauses or resumes reading from the socket as the reasons say.
+  private func updateReading() {
+    guard stream.isOpen else { return }
+    if pausedForOutput || pausedForTurn {
+      if !stream.isReadingPaused { stream.pauseReading() }
+    } else if stream.isReadingPaused {
+      stream.resumeReading()
+    }
+  }
+
   func session(_ session: HTTP2Session, streamDidClose streamID: Int32, errorCode: HTTP2ErrorCode) {
     removeRequest(streamID)
+    releaseStream(streamID)
     defer { becameIdleIfNoStreams() }
     guard let call = calls.removeValue(forKey: streamID) else { return }
     core.stats.openCalls -= 1
@@ -402,16 +669,20 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
   }
 
-  // MARK: - Idle timeout
+  // MARK: - Handshake deadline
 
-  /// A stream opened: the connection is no longer idle.
-  private func streamOpened() {
-    idleSince = nil
+  func session(_ session: HTTP2Session, didReceiveSettings settings: HTTP2RemoteSettings) {
+    guard let handshakeTimer else { return }
+    core.loop.cancelTimer(handshakeTimer)
+    self.handshakeTimer = nil
   }
 
-  /// Starts the idle clock when no stream is open, and makes sure one check is pending.
+  // MARK: - Idle timeout
+
+  /// Starts the idle clock when no call is open (requests still arriving do not count: they have their own
+  /// deadline), and makes sure one check is pending.
   private func becameIdleIfNoStreams() {
-    guard !closed, requests.isEmpty, calls.isEmpty, idleSince == nil else { return }
+    guard !closed, calls.isEmpty, idleSince == nil else { return }
     idleSince = monotonicNanoseconds()
     if idleTimer == nil, let timeout = core.configuration.idleTimeout { scheduleIdleCheck(after: timeout) }
   }
@@ -435,7 +706,17 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     if idleFor >= timeoutNanos {
       core.stats.connectionsClosedIdle += 1
       core.logger.debug("closing an idle connection", metadata: ["idle_timeout": "\(timeout)"])
-      if session != nil { goAway() } else { drop() }
+      guard session != nil else {
+        drop()
+        return
+      }
+      goAway()
+      // Requests still arriving keep the connection open after GOAWAY until they end or their deadline
+      // refuses them; past that, it is closed whatever the client does.
+      core.loop.scheduleTimer(after: core.configuration.requestTimeout + .seconds(1)) { [weak self] in
+        guard let self, self.calls.isEmpty else { return }
+        self.drop()
+      }
     } else {
       scheduleIdleCheck(after: .nanoseconds(Int64(timeoutNanos - idleFor)))
     }
@@ -477,8 +758,11 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     scheduleFlush()
   }
 
+  /// The stream's unsent bytes; while the connection's own output is backed up (reading paused for it), its
+  /// backlog too: no stream on it is getting anything out, and producers should hold back (FleetSim merges
+  /// updates, the relay sends only the latest state).
   func outboundBufferedBytes(streamID: Int32) -> Int {
-    session?.outboundBufferedBytes(streamID: streamID) ?? 0
+    (session?.outboundBufferedBytes(streamID: streamID) ?? 0) + (pausedForOutput ? stream.outboundBufferedBytes : 0)
   }
 
   /// Sends GOAWAY(NO_ERROR). What was queued before it (a health watcher's NOT_SERVING, a stream's last
@@ -507,16 +791,33 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
   }
 
+  /// Moves the session's output to the socket, a batch at a time, while the connection's unsent output
+  /// is under ``GRPCServerConfiguration/maxOutboundBytesPerConnection``. Past it, the rest waits in the
+  /// session (responses in their streams, where producers see them) and reading stops until the socket
+  /// drains (``byteStreamDidDrainOutput(_:)``): a client that does not read cannot make the server
+  /// hold more than that, nor answer more requests.
   private func flushNow() {
     guard let session, stream.isOpen else { return }
-    outputScratch.removeAll(keepingCapacity: true)
-    session.drainOutput(into: &outputScratch)
-    if !outputScratch.isEmpty {
-      outputScratch.withUnsafeBytes { stream.write($0) }
-      stream.flush()
+    let backedUp = stream.writeOutput(of: session, limit: core.configuration.maxOutboundBytesPerConnection)
+    guard stream.isOpen else { return }
+    if backedUp {
+      if !pausedForOutput {
+        pausedForOutput = true
+        core.stats.readPauses += 1
+        updateReading()
+      }
+      return
     }
     if !session.wantsRead && !session.wantsWrite {
       stream.close(error: nil)
     }
+  }
+
+  func byteStreamDidDrainOutput(_ stream: ByteStream) {
+    if pausedForOutput {
+      pausedForOutput = false
+      updateReading()
+    }
+    flushNow()
   }
 }

@@ -110,6 +110,15 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
 
   // MARK: - Calls
 
+  /// The server refuses a larger StreamTripRequest (or health request) as soon as its length prefix arrives.
+  func maxRequestMessageSize(forMethod path: String) -> Int? {
+    switch path {
+    case FleetEngineMethods.streamingGetTrip: Self.maxRequestBytes
+    case HealthMethods.check, HealthMethods.watch: 1 << 10
+    default: nil
+    }
+  }
+
   func handle(_ call: any GRPCServerCallContext) {
     scheduler = scheduler ?? call.scheduler
     if call.path.hasPrefix("/\(HealthMethods.serviceName)/") {

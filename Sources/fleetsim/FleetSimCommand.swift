@@ -137,28 +137,7 @@ struct FleetSimCommand: AsyncParsableCommand {
     help: "Load generation: send each stream small updates as fast as its flow-control window allows.")
   var loadSaturate = false
 
-  @Option(name: .customLong("max-concurrent-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS per connection.")
-  var maxConcurrentStreams: UInt32 = 1000
-
-  @Option(
-    name: .customLong("max-connections"),
-    help: "Connections open at once; more are accepted and closed at once.")
-  var maxConnections = 1024
-
-  @Option(
-    name: .customLong("idle-timeout"),
-    help: "Seconds a connection may have no open stream before it gets GOAWAY and is closed (0: never).")
-  var idleTimeout = 300.0
-
-  @Option(
-    name: .customLong("max-connection-request-bytes"),
-    help: "Bytes of requests still arriving one connection may hold; a request above it is RESOURCE_EXHAUSTED.")
-  var maxConnectionRequestBytes = 16 << 20
-
-  @Option(
-    name: .customLong("max-request-bytes"),
-    help: "Bytes of requests still arriving all connections together may hold.")
-  var maxRequestBytes = 64 << 20
+  @OptionGroup(title: "Limits on clients") var limits: ServerLimitOptions
 
   func validate() throws {
     guard trips >= 0 else { throw ValidationError("--trips must be ≥ 0") }
@@ -185,12 +164,6 @@ struct FleetSimCommand: AsyncParsableCommand {
       throw ValidationError("give --load-rate or --load-saturate, not both")
     }
     if let loadRate, !(loadRate > 0 && loadRate.isFinite) { throw ValidationError("--load-rate must be > 0") }
-    guard maxConcurrentStreams > 0 else { throw ValidationError("--max-concurrent-streams must be > 0") }
-    guard maxConnections > 0 else { throw ValidationError("--max-connections must be > 0") }
-    guard idleTimeout >= 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout must be ≥ 0") }
-    guard maxConnectionRequestBytes > 0, maxRequestBytes > 0 else {
-      throw ValidationError("--max-connection-request-bytes and --max-request-bytes must be > 0")
-    }
     guard drainTimeout >= 0, drainTimeout.isFinite else { throw ValidationError("--drain-timeout must be ≥ 0") }
     if let duration, !(duration >= 0 && duration.isFinite) { throw ValidationError("--duration must be ≥ 0") }
     if let metricsListen, MetricsHTTPServer.parse(metricsListen) == nil {
@@ -223,9 +196,7 @@ struct FleetSimCommand: AsyncParsableCommand {
       auth = .hs256(secret: try readSecret(jwtSecretFile, option: "--jwt-secret-file"), expectedIssuer: jwtIssuer)
     }
     if let jwtPublicKey {
-      guard let pem = readText(path: jwtPublicKey) else {
-        throw ToolFailure(.invalidInput, "cannot read --jwt-public-key \(jwtPublicKey)")
-      }
+      let pem = String(decoding: try readCredentialFile(jwtPublicKey, option: "--jwt-public-key"), as: UTF8.self)
       auth = .rs256(publicKeyPEM: pem, expectedIssuer: jwtIssuer)
     }
     var simulation = SimulationConfiguration()
@@ -258,10 +229,8 @@ struct FleetSimCommand: AsyncParsableCommand {
     defer { metricsServer?.stop() }
     let sim: FleetSim
     do {
-      let listen = GRPCServerConfiguration(
-        host: host, port: port, tls: tls, maxConcurrentStreams: maxConcurrentStreams,
-        maxRequestBytesPerConnection: maxConnectionRequestBytes, maxRequestBytes: maxRequestBytes,
-        maxConnections: maxConnections, idleTimeout: idleTimeout > 0 ? Self.seconds(idleTimeout) : nil)
+      var listen = GRPCServerConfiguration(host: host, port: port, tls: tls)
+      limits.apply(to: &listen)
       sim = try FleetSim(
         configuration: configuration, listen: listen,
         metricsFactory: registry.map { PrometheusMetricsFactory(registry: $0) } ?? NOOPMetricsHandler.instance)
@@ -296,7 +265,11 @@ struct FleetSimCommand: AsyncParsableCommand {
     "connections=\(stats.connectionsAccepted) connections_open=\(stats.openConnections) "
       + "connections_refused=\(stats.connectionsRefused) connections_closed_idle=\(stats.connectionsClosedIdle) "
       + "accept_pauses=\(stats.acceptPauses) requests_refused=\(stats.requestsRefused) "
-      + "request_bytes=\(stats.bufferedRequestBytes) peak_request_bytes=\(stats.peakBufferedRequestBytes)"
+      + "request_bytes=\(stats.bufferedRequestBytes) peak_request_bytes=\(stats.peakBufferedRequestBytes) "
+      + "calls_started=\(stats.callsStarted) peer_connections_refused=\(stats.peerConnectionsRefused) "
+      + "handshakes_timed_out=\(stats.handshakesTimedOut) requests_timed_out=\(stats.requestsTimedOut) "
+      + "connections_rate_limited=\(stats.connectionsRateLimited) header_bytes=\(stats.heldHeaderBytes) "
+      + "read_pauses=\(stats.readPauses)"
   }
 }
 
@@ -352,7 +325,7 @@ struct DurationService: Service {
 
 /// The secret in `path`, without a trailing newline; throws ``ToolFailure`` (invalid input) when unreadable or empty.
 func readSecret(_ path: String, option: String) throws -> [UInt8] {
-  guard var bytes = readBytes(path: path) else { throw ToolFailure(.invalidInput, "cannot read \(option) \(path)") }
+  var bytes = try readCredentialFile(path, option: option)
   while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes.removeLast() }
   guard !bytes.isEmpty else { throw ToolFailure(.invalidInput, "\(option) \(path) is empty") }
   return bytes

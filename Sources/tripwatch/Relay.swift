@@ -303,11 +303,8 @@ struct RelayRun: AsyncParsableCommand {
   @Flag(name: .customLong("insecure-no-auth"), help: "Serve watchers without authorization (logged as a warning).")
   var insecureNoAuth = false
 
-  @Option(
-    name: .customLong("max-concurrent-streams"),
-    help:
-      "SETTINGS_MAX_CONCURRENT_STREAMS per downstream connection: the trips one client connection can watch at once.")
-  var maxConcurrentStreams: UInt32 = 10_000
+  @OptionGroup(title: "Limits on downstream clients (--max-concurrent-streams defaults to 10,000 here)")
+  var limits: ServerLimitOptions
 
   @Option(name: .customLong("max-trips"), help: "The most trips this relay follows at once.")
   var maxTrips = 1_000
@@ -383,7 +380,6 @@ struct RelayRun: AsyncParsableCommand {
 
   func validate() throws {
     guard maxTrips > 0 else { throw ValidationError("--max-trips must be > 0") }
-    guard maxConcurrentStreams > 0 else { throw ValidationError("--max-concurrent-streams must be > 0") }
     guard ackWait >= 1 else { throw ValidationError("--ack-wait must be ≥ 1") }
     guard pollInterval > 0 else { throw ValidationError("--poll-interval must be > 0") }
     guard replicas >= 1 && replicas <= 5 else { throw ValidationError("--replicas must be 1…5") }
@@ -475,7 +471,10 @@ struct RelayRun: AsyncParsableCommand {
         tls = TLSServerConfiguration(
           certificateChainFile: listenCertificate, privateKeyFile: listenKey, clientCAFile: listenClientCA)
       }
-      downstream = GRPCServerConfiguration(host: host, port: port, tls: tls, maxConcurrentStreams: maxConcurrentStreams)
+      // One client connection may watch thousands of trips: 10,000 streams by default, not the server's 1000.
+      var configuration = GRPCServerConfiguration(host: host, port: port, tls: tls, maxConcurrentStreams: 10_000)
+      limits.apply(to: &configuration)
+      downstream = configuration
     }
     let authorization: DownstreamAuthorization = insecureNoAuth ? .insecureNoAuthorization : .verified(try verifier())
     // Metrics go to a registry of this run's own, which the endpoint serves (nothing is recorded without one).

@@ -37,10 +37,26 @@ final class RawHTTP2Client: HTTP2SessionDelegate {
   private var outbound: [UInt8] = []
   private(set) var events = RawClientEvents()
 
-  /// Connects to 127.0.0.1:`port` and queues the connection preface and SETTINGS.
-  init(port: Int) throws {
+  /// Connects to 127.0.0.1:`port` from `source` (another loopback address is another peer to the server)
+  /// and queues the connection preface and SETTINGS, unless `handshake` is false (a client that sends nothing).
+  init(port: Int, from source: String = "127.0.0.1", handshake: Bool = true, receiveBuffer: Int? = nil) throws {
+    silent = !handshake
     fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw RawClientError("socket: errno \(errno)") }
+    if let receiveBuffer {
+      var size = Int32(receiveBuffer)
+      _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+    var local = sockaddr_in()
+    local.sin_family = sa_family_t(AF_INET)
+    local.sin_addr.s_addr = inet_addr(source)
+    let bound = withUnsafePointer(to: &local) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else {
+      close(fd)
+      throw RawClientError("bind \(source): errno \(errno)")
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -58,16 +74,19 @@ final class RawHTTP2Client: HTTP2SessionDelegate {
     session = try HTTP2Session(role: .client, settings: HTTP2Settings(), delegate: self)
   }
 
+  /// Whether this client never sends anything (not even the preface): a slowloris.
+  private let silent: Bool
+
   deinit { close(fd) }
 
   /// Opens a gRPC request stream on `path` (HEADERS only, the stream left open); returns its ID.
-  func openRequest(path: String) throws -> Int32 {
+  func openRequest(path: String, metadata: [HTTP2HeaderField] = []) throws -> Int32 {
     try session.submitRequest(
       headers: [
         HTTP2HeaderField(":method", "POST"), HTTP2HeaderField(":scheme", "http"),
         HTTP2HeaderField(":authority", "127.0.0.1"), HTTP2HeaderField(":path", path),
         HTTP2HeaderField("content-type", "application/grpc"), HTTP2HeaderField("te", "trailers"),
-      ], body: nil, endStream: false)
+      ] + metadata, body: nil, endStream: false)
   }
 
   /// Queues `bytes` of DATA on `streamID`, with END_STREAM when `end`.
@@ -104,9 +123,20 @@ final class RawHTTP2Client: HTTP2SessionDelegate {
     events.ended = true
   }
 
+  /// Sends what the session has queued, as far as the socket takes it, and reads nothing: a client that
+  /// does not read.
+  func pumpWritesOnly() {
+    session.drainOutput(into: &outbound)
+    while !outbound.isEmpty {
+      let n = outbound.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+      guard n > 0 else { return }
+      outbound.removeFirst(n)
+    }
+  }
+
   /// Moves bytes both ways without blocking: everything the session has to send, then everything readable.
   func pump() {
-    session.drainOutput(into: &outbound)
+    if !silent { session.drainOutput(into: &outbound) }
     while !outbound.isEmpty {
       let n = outbound.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
       if n > 0 {

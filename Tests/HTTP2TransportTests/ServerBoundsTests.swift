@@ -23,6 +23,8 @@ private enum BoundsMethod {
   static let count = "/bounds.Test/Count"
   /// Stays open until ``BoundsService/releaseHeld()``.
   static let hold = "/bounds.Test/Hold"
+  /// Answers with one message of 64 KiB and OK.
+  static let big = "/bounds.Test/Big"
 }
 
 /// The service of the bounds tests. Runs on the server's loop.
@@ -33,6 +35,9 @@ private final class BoundsService: GRPCService {
     switch call.path {
     case BoundsMethod.count:
       call.send(withUnsafeBytes(of: UInt32(call.request.count).bigEndian) { Array($0) })
+      call.finish(.ok)
+    case BoundsMethod.big:
+      call.send([UInt8](repeating: 0x42, count: 64 << 10))
       call.finish(.ok)
     case BoundsMethod.hold:
       call.sendHeaders()
@@ -102,13 +107,23 @@ private let resourceExhausted = GRPCStatusCode.resourceExhausted.rawValue
 
 @Suite("Server bounds", .timeLimit(.minutes(3)))
 struct ServerBoundsTests {
-  @Test("The defaults: 4 MiB requests, 16 MiB per connection, 64 MiB in all, 1024 connections, 5 minutes idle")
+  @Test("The defaults: 4 MiB requests, 8/16/64 MiB unfinished, 8 KiB header lists, 64 connections a peer, deadlines")
   func defaults() {
     let configuration = GRPCServerConfiguration()
     #expect(configuration.maxReceiveMessageSize == 4 << 20)
-    #expect(configuration.maxRequestBytesPerConnection == 16 << 20)
+    #expect(configuration.maxRequestBytesPerConnection == 8 << 20)
+    #expect(configuration.maxRequestBytesPerPeer == 16 << 20)
     #expect(configuration.maxRequestBytes == 64 << 20)
+    #expect(configuration.maxHeaderListSize == 8 << 10)
+    #expect(configuration.maxHeaderBytesPerPeer == 16 << 20)
+    #expect(configuration.maxHeaderBytes == 64 << 20)
+    #expect(configuration.maxStreamsPerPeer == 10_000)
+    #expect(configuration.streamOpensPerSecondPerPeer == 1_000)
     #expect(configuration.maxConnections == 1024)
+    #expect(configuration.maxConnectionsPerPeer == 64)
+    #expect(configuration.maxOutboundBytesPerConnection == 1 << 20)
+    #expect(configuration.handshakeTimeout == .seconds(10))
+    #expect(configuration.requestTimeout == .seconds(10))
     #expect(configuration.idleTimeout == .seconds(300))
   }
 
@@ -293,6 +308,212 @@ struct ServerBoundsTests {
       let stats = await server.stats()
       #expect(stats.connectionsClosedIdle == 2)
       #expect(await within { await server.stats().openConnections == 0 })
+    }
+  }
+
+  // MARK: - Deadlines
+
+  @Test("A connection that sends nothing is closed at its handshake deadline; one that sent SETTINGS is not")
+  func handshakeDeadline() async throws {
+    let configuration = GRPCServerConfiguration(handshakeTimeout: .milliseconds(300), idleTimeout: nil)
+    try await withBoundsServer(configuration) { server, _, port in
+      let silent = try RawHTTP2Client(port: port, handshake: false)
+      let polite = try RawHTTP2Client(port: port)
+      #expect(await polite.pump(until: { $0.settingsReceived }))
+      #expect(await silent.pump(until: { $0.ended }))
+      #expect(await polite.pump(until: { $0.ended }, timeout: .seconds(1)) == false)
+      let stats = await server.stats()
+      #expect(stats.handshakesTimedOut == 1)
+      #expect(await within { await server.stats().openConnections == 1 })
+    }
+  }
+
+  @Test("A request that does not end within requestTimeout is answered DEADLINE_EXCEEDED and reset; others are served")
+  func requestDeadline() async throws {
+    let configuration = GRPCServerConfiguration(requestTimeout: .milliseconds(300), idleTimeout: nil)
+    try await withBoundsServer(configuration) { server, _, port in
+      let client = try RawHTTP2Client(port: port)
+      let slow = try client.openRequest(path: BoundsMethod.count)
+      try client.send(grpcPrefix(length: 10) + [1, 2, 3], on: slow)
+      #expect(await client.pump(until: { $0.closed[slow] != nil }))
+      #expect(client.grpcStatus(of: slow) == GRPCStatusCode.deadlineExceeded.rawValue)
+      #expect(client.grpcMessage(of: slow)?.contains("did not end within") == true)
+      #expect(client.events.closed[slow] == .noError)
+      let quick = try client.openRequest(path: BoundsMethod.count)
+      try client.send(grpcPrefix(length: 1) + [9], on: quick, end: true)
+      #expect(await client.pump(until: { $0.closed[quick] != nil }))
+      #expect(client.grpcStatus(of: quick) == 0)
+      let stats = await server.stats()
+      #expect(stats.requestsTimedOut == 1)
+      #expect(stats.bufferedRequestBytes == 0)
+    }
+  }
+
+  @Test("Unfinished requests do not keep a connection from idling: GOAWAY at idleTimeout, then closed")
+  func unfinishedRequestsDoNotCountAsActivity() async throws {
+    let configuration = GRPCServerConfiguration(requestTimeout: .seconds(1), idleTimeout: .milliseconds(300))
+    try await withBoundsServer(configuration) { server, _, port in
+      let client = try RawHTTP2Client(port: port)
+      let stream = try client.openRequest(path: BoundsMethod.count)
+      try client.send(grpcPrefix(length: 10), on: stream)
+      #expect(await client.pump(until: { $0.goAway != nil }))
+      #expect(client.events.goAway == .noError)
+      #expect(await client.pump(until: { $0.ended }))
+      let stats = await server.stats()
+      #expect(stats.connectionsClosedIdle == 1)
+      #expect(await within { await server.stats().openConnections == 0 })
+    }
+  }
+
+  // MARK: - Peers
+
+  @Test("A peer gets maxConnectionsPerPeer connections; another address is served beside it")
+  func connectionsPerPeer() async throws {
+    try await withBoundsServer(GRPCServerConfiguration(maxConnectionsPerPeer: 2, idleTimeout: nil)) { server, _, port in
+      let hostile = try (0..<3).map { _ in try RawHTTP2Client(port: port, from: "127.0.0.2") }
+      #expect(await hostile[0].pump(until: { $0.settingsReceived }))
+      #expect(await hostile[1].pump(until: { $0.settingsReceived }))
+      #expect(await hostile[2].pump(until: { $0.ended }))
+      #expect(hostile[2].events.bytesReceived == 0)
+      let polite = try RawHTTP2Client(port: port)
+      let stream = try polite.openRequest(path: BoundsMethod.count)
+      try polite.send(grpcPrefix(length: 1) + [9], on: stream, end: true)
+      #expect(await polite.pump(until: { $0.closed[stream] != nil }))
+      #expect(polite.grpcStatus(of: stream) == 0)
+      #expect(await server.stats().peerConnectionsRefused == 1)
+    }
+  }
+
+  @Test("A peer's streams and unfinished requests are bounded over all its connections; another peer keeps its share")
+  func streamsAndRequestBytesPerPeer() async throws {
+    let configuration = GRPCServerConfiguration(
+      maxReceiveMessageSize: 1 << 20, maxRequestBytesPerPeer: (1 << 20) + 1024, maxStreamsPerPeer: 3,
+      idleTimeout: nil)
+    try await withBoundsServer(configuration) { server, _, port in
+      let first = try RawHTTP2Client(port: port, from: "127.0.0.2")
+      let second = try RawHTTP2Client(port: port, from: "127.0.0.2")
+      // 512 KiB of unfinished request on each connection: 1 MiB for the peer, within its share.
+      var open: [(RawHTTP2Client, Int32)] = []
+      for client in [first, second] {
+        let stream = try client.openRequest(path: BoundsMethod.count)
+        try client.send(grpcPrefix(length: 1 << 20) + [UInt8](repeating: 1, count: 512 << 10), on: stream)
+        open.append((client, stream))
+      }
+      #expect(
+        await within {
+          first.pump()
+          second.pump()
+          return await server.stats().bufferedRequestBytes == 2 * ((512 << 10) + 5)
+        })
+      // 64 KiB more on a third stream takes the peer over its share: refused.
+      let over = try first.openRequest(path: BoundsMethod.count)
+      try first.send(grpcPrefix(length: 1 << 20) + [UInt8](repeating: 2, count: 64 << 10), on: over)
+      #expect(await first.pump(until: { $0.closed[over] != nil }))
+      #expect(first.grpcMessage(of: over)?.contains("this client's unfinished requests exceed") == true)
+      // A fourth stream while three are open (the refused one is closed now, so open two more).
+      let third = try second.openRequest(path: BoundsMethod.count)
+      let fourth = try second.openRequest(path: BoundsMethod.count)
+      #expect(await second.pump(until: { $0.closed[fourth] != nil || $0.closed[third] != nil }))
+      let refused = second.events.closed[fourth] != nil ? fourth : third
+      #expect(second.grpcStatus(of: refused) == resourceExhausted)
+      #expect(second.grpcMessage(of: refused)?.contains("streams open") == true)
+      // Another address is served in full meanwhile.
+      let polite = try RawHTTP2Client(port: port)
+      let stream = try polite.openRequest(path: BoundsMethod.count)
+      try polite.send(grpcPrefix(length: 1 << 19) + [UInt8](repeating: 3, count: 1 << 19), on: stream, end: true)
+      #expect(await polite.pump(until: { $0.closed[stream] != nil }))
+      #expect(polite.grpcStatus(of: stream) == 0)
+      _ = open
+    }
+  }
+
+  @Test("Decoded headers count against a peer's budget for the stream's life; released when it closes")
+  func headerBytesPerPeer() async throws {
+    let configuration = GRPCServerConfiguration(maxHeaderBytesPerPeer: 6_000, idleTimeout: nil)
+    try await withBoundsServer(configuration) { server, _, port in
+      let client = try RawHTTP2Client(port: port, from: "127.0.0.2")
+      let big = [HTTP2HeaderField("x-big", String(repeating: "h", count: 2_500))]
+      let first = try client.openRequest(path: BoundsMethod.count, metadata: big)
+      let second = try client.openRequest(path: BoundsMethod.count, metadata: big)
+      let third = try client.openRequest(path: BoundsMethod.count, metadata: big)
+      #expect(await client.pump(until: { $0.closed[third] != nil }))
+      #expect(client.grpcStatus(of: third) == resourceExhausted)
+      #expect(client.grpcMessage(of: third)?.contains("bytes of headers") == true)
+      let held = await server.stats().heldHeaderBytes
+      #expect(held > 5_000 && held <= 6_000, "\(held)")
+      client.cancel(first)
+      client.cancel(second)
+      #expect(
+        await within {
+          client.pump(); return await server.stats().heldHeaderBytes == 0
+        })
+      let fourth = try client.openRequest(path: BoundsMethod.count, metadata: big)
+      try client.send(grpcPrefix(length: 1) + [1], on: fourth, end: true)
+      #expect(await client.pump(until: { $0.closed[fourth] != nil }))
+      #expect(client.grpcStatus(of: fourth) == 0)
+    }
+  }
+
+  @Test(
+    "A peer opening streams faster than its rate gets GOAWAY(ENHANCE_YOUR_CALM); its reconnects are refused a while")
+  func streamOpenRate() async throws {
+    let configuration = GRPCServerConfiguration(
+      maxStreamsPerPeer: 5, streamOpensPerSecondPerPeer: 1, peerPenalty: .seconds(30), idleTimeout: nil)
+    try await withBoundsServer(configuration) { server, _, port in
+      let client = try RawHTTP2Client(port: port, from: "127.0.0.2")
+      for _ in 0..<8 {
+        let stream = try client.openRequest(path: BoundsMethod.count)
+        client.pump()  // the HEADERS leave before the reset (nghttp2 drops a stream reset before it was sent)
+        client.cancel(stream)
+      }
+      #expect(await client.pump(until: { $0.ended }))
+      #expect(client.events.goAway == .enhanceYourCalm)
+      let again = try RawHTTP2Client(port: port, from: "127.0.0.2")
+      #expect(await again.pump(until: { $0.ended }))
+      #expect(again.events.bytesReceived == 0)
+      let polite = try RawHTTP2Client(port: port)
+      let stream = try polite.openRequest(path: BoundsMethod.count)
+      try polite.send(grpcPrefix(length: 1) + [1], on: stream, end: true)
+      #expect(await polite.pump(until: { $0.closed[stream] != nil }))
+      #expect(polite.grpcStatus(of: stream) == 0)
+      let stats = await server.stats()
+      #expect(stats.connectionsRateLimited == 1)
+      #expect(stats.peerConnectionsRefused == 1)
+    }
+  }
+
+  // MARK: - Back-pressure
+
+  @Test("A client that never reads: the server stops reading from it once its output passes the bound, then resumes")
+  func nonReadingClientIsPaused() async throws {
+    let configuration = GRPCServerConfiguration(maxOutboundBytesPerConnection: 64 << 10, idleTimeout: nil)
+    try await withBoundsServer(configuration) { server, _, port in
+      // A small receive buffer, so that the kernel holds little of what the server sends.
+      let client = try RawHTTP2Client(port: port, receiveBuffer: 64 << 10)
+      #expect(await client.pump(until: { $0.settingsReceived }))
+      // 200 answers of 64 KiB (12.5 MiB) against an 8 MiB connection window and a reader that never reads.
+      var streams: [Int32] = []
+      for _ in 0..<200 {
+        let stream = try client.openRequest(path: BoundsMethod.big)
+        try client.send(grpcPrefix(length: 0), on: stream, end: true)
+        streams.append(stream)
+      }
+      client.pumpWritesOnly()
+      #expect(await within { await server.stats().readPauses > 0 })
+      // Paused: ten more calls stay unread in the socket while the client does not read.
+      for _ in 0..<10 {
+        let stream = try client.openRequest(path: BoundsMethod.count)
+        try client.send(grpcPrefix(length: 1) + [1], on: stream, end: true)
+        streams.append(stream)
+      }
+      client.pumpWritesOnly()
+      try await Task.sleep(for: .milliseconds(300))
+      #expect(await server.stats().callsStarted == 200)
+      // Reading again drains it, and the server takes the rest.
+      #expect(
+        await client.pump(until: { events in streams.allSatisfy { events.closed[$0] != nil } }, timeout: .seconds(60)))
+      #expect(await server.stats().callsStarted == 210)
+      #expect(streams.allSatisfy { client.grpcStatus(of: $0) == 0 })
     }
   }
 }

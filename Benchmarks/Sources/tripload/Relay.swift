@@ -164,6 +164,9 @@ struct RelayCommand: AsyncParsableCommand {
       "--mode", "stream", "--listen", "127.0.0.1:0", "--max-trips", String(trips), "--stats-interval", "1",
       // Loopback, a benchmark's own clients: no tokens to check (the relay warns).
       "--insecure-no-auth", "--max-joins-per-caller", String(max(1_000, trips)),
+      // Every client is 127.0.0.1: one peer to the relay, holding what several would.
+      "--max-streams-per-peer", "1000000", "--stream-opens-per-second", "1000000", "--max-peer-header-bytes",
+      String(1 << 30), "--max-header-bytes", String(1 << 30),
     ]
     let relayOutput = Pipe()
     relay.standardOutput = relayOutput

@@ -54,10 +54,11 @@ struct ServerCommand: AsyncParsableCommand {
     simulation.startTime = wallClock()
     simulation.speedup = 1
     let load = LoadGeneration(updatesPerSecond: saturate ? nil : (rate ?? 1))
+    var listen = GRPCServerConfiguration(host: "127.0.0.1", port: port, maxConcurrentStreams: maxConcurrentStreams)
+    // One local client stands for every follower of the benchmark: no per-peer shares.
+    listen.removePeerLimits()
     let sim = try FleetSim(
-      configuration: FleetSimConfiguration(simulation: simulation, load: load),
-      listen: GRPCServerConfiguration(host: "127.0.0.1", port: port, maxConcurrentStreams: maxConcurrentStreams),
-      logger: serverLogger())
+      configuration: FleetSimConfiguration(simulation: simulation, load: load), listen: listen, logger: serverLogger())
     let bound = try sim.start()
     emit("listening on \(bound)")
     let started = processCPUSeconds()
