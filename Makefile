@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 10
 
 .PHONY: all demo demo-ci demo-relay relay-chaos test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
-	swift-test-ci tsan-tests waiting-tests tsan-build asan-build fuzz-build \
+	swift-test-ci tsan-tests waiting-tests tsan-build asan-build fuzz-build hostile-test soak \
 	bench bench-full bench-deps bench-build bench-micro bench-report bench-relay
 
 all: build
@@ -43,7 +43,7 @@ demo: build
 ## 1. format-check, the venv, the build, the ASan build and the fuzzers;
 ## 2. the Swift tests but the sanitizers' (swift-test-ci);
 ## 3. side by side: the Python tests; the TSan build, then the TSan tests; the demo, the ASan tests, the
-##    fuzzers' run and chaos;
+##    fuzzers' run, chaos and the hostile-peer attacks (hostile-test);
 ## 4. relay-chaos alone (its three relays and three nats-servers fell behind beside the TSan tests once).
 SANITIZER_ONLY_TEST_TARGETS := UpdatePipelineTests,HTTP2TransportTests,ProtoWireTests,FleetEngineMessagesTests,GRPCProtocolTests,HTTP2SessionTests
 CI_ENV := JOURNEYSHARING_SKIP_TEST_TARGETS=$(SANITIZER_ONLY_TEST_TARGETS)
@@ -52,7 +52,7 @@ test: deps
 	$(CI_ENV) $(MAKE) -j5 --output-sync=target format-check venv build asan-build fuzz-build
 	@echo "make test: swift-test-ci at $$(date +%T)"
 	$(CI_ENV) $(MAKE) swift-test-ci
-	@echo "make test: python-test, tsan-tests, waiting-tests (demo, ASan, fuzz, chaos) at $$(date +%T)"
+	@echo "make test: python-test, tsan-tests, waiting-tests (demo, ASan, fuzz, chaos, hostile) at $$(date +%T)"
 	$(CI_ENV) $(MAKE) -j3 --output-sync=target python-test tsan-tests waiting-tests
 	@echo "make test: relay-chaos at $$(date +%T)"
 	$(CI_ENV) $(MAKE) relay-chaos
@@ -64,7 +64,7 @@ tsan-tests:
 	$(MAKE) tsan-build
 	$(MAKE) test-tsan
 waiting-tests:
-	$(MAKE) demo-ci test-asan fuzz-ci chaos
+	$(MAKE) demo-ci test-asan fuzz-ci chaos hostile-test
 
 ## tsan-build, asan-build, fuzz-build: the sanitizer builds `make test` runs (test-tsan and test-asan build too)
 tsan-build:
@@ -122,13 +122,25 @@ relay-chaos:
 demo-relay: build
 	scripts/demo-relay.sh $(BUILD_DIR)/tripwatch
 
-python-test:
-	PROTOWIRE_CONFORMANCE=$(BUILD_DIR)/protowire-conformance \
+PYTEST_ENV = PROTOWIRE_CONFORMANCE=$(BUILD_DIR)/protowire-conformance \
 	GRPC_INTEROP_CLIENT=$(BUILD_DIR)/grpc-interop-client \
 	TRIPWATCH=$(BUILD_DIR)/tripwatch \
-	FLEETSIM=$(BUILD_DIR)/fleetsim \
-	  $(VENV_PY) -m pytest -q -s Tests/Differential Tests/Interop Tests/Conformance Tests/FleetSim \
-	    Tests/FleetEngineFake Tests/Readme
+	FLEETSIM=$(BUILD_DIR)/fleetsim
+HOSTILE_TESTS := Tests/FleetSim/test_server_hostile.py
+
+python-test:
+	$(PYTEST_ENV) $(VENV_PY) -m pytest -q -s -m "not soak" Tests/Differential Tests/Interop Tests/Conformance \
+	    Tests/FleetSim Tests/FleetEngineFake Tests/Readme --ignore=$(HOSTILE_TESTS)
+
+## hostile-test: the attacks on fleetsim and tripwatch (a hostile client beside a well-behaved one, a hostile
+## server), each printing a `hostile …:` line with the server's memory and CPU and the legitimate calls' latency;
+## part of `make test`, in the chain that mostly waits
+hostile-test:
+	$(PYTEST_ENV) $(VENV_PY) -m pytest -q -s -m "not soak" $(HOSTILE_TESTS)
+
+## soak: the attacks that need minutes (`@pytest.mark.soak`), not part of `make test`
+soak: build venv
+	$(PYTEST_ENV) $(VENV_PY) -m pytest -q -s -m soak Tests/FleetSim
 
 ## test-tsan: under ThreadSanitizer, the delivery pipeline, the channel, and the consumer API's tests (following,
 ## errors, lifecycle, refresh, limits), which run in memory on a virtual clock: every JourneySharingTests suite but

@@ -58,6 +58,11 @@ UNARY_GET_TRIP = "/maps.fleetengine.v1.TripService/GetTrip"
 STREAMING_GET_TRIP = "/journeysharing.v1.TripStreamService/GetTrip"
 
 
+def pytest_configure(config):
+    # The hostile-peer attacks that run for minutes (test_server_hostile.py); `make test` leaves them out.
+    config.addinivalue_line("markers", "soak: a long-running (minutes) hostile-peer test; deselect with -m 'not soak'")
+
+
 # ---------------------------------------------------------------------------
 # Generated message classes
 
