@@ -339,7 +339,12 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     }
   }
 
-  /// Advances every open stream: computes the trip now, sends what changed, ends finished trips.
+  /// Streams advanced per loop turn: a tick over thousands of streams goes in parts, and the loop serves
+  /// other connections (a new client's call) between them.
+  static let streamsPerTurn = 256
+
+  /// Advances every open stream: computes the trip now, sends what changed, ends finished trips; in parts of
+  /// ``streamsPerTurn`` streams.
   private func tick() {
     guard !streams.isEmpty else {
       tickerRunning = false
@@ -347,9 +352,15 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
     }
     // The streams' scheduler's clock: the wall clock, or a test's virtual one.
     let now = streams.values.first?.call.scheduler.unixTime ?? unixTime()
-    let seconds = simulator.simulatedSeconds(atUnixTime: now)
-    var anchor: (any GRPCServerCallContext)?
-    for (key, stream) in streams {
+    advance(Array(streams.keys), from: 0, now: now, seconds: simulator.simulatedSeconds(atUnixTime: now))
+  }
+
+  /// Advances the streams of `keys` from `start`, up to ``streamsPerTurn`` of them; the rest on the next turn,
+  /// and after the last, the next tick.
+  private func advance(_ keys: [ObjectIdentifier], from start: Int, now: Double, seconds: Double) {
+    let end = min(keys.count, start + Self.streamsPerTurn)
+    for key in keys[start..<end] {
+      guard let stream = streams[key] else { continue }
       if stream.call.isClosed {
         streams[key] = nil
         streamsOpenChanged(by: -1)
@@ -359,7 +370,6 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
         // The client is not reading: skip this tick, before computing anything. The writer sends what
         // changed since its last message, so the next one the client gets carries everything it missed
         // (the final state included); a client that never reads costs at most this backlog.
-        anchor = stream.call
         continue
       }
       let trip = simulator.trip(index: stream.index, atSimulatedSeconds: seconds, routeFormat: stream.routeFormat)
@@ -379,14 +389,22 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
         streamsOpenChanged(by: -1)
         counters.streamsCompleted += 1
         stream.call.finish(.ok)
-        continue
       }
-      anchor = stream.call
     }
-    if let anchor {
-      scheduleTick(using: anchor)
-    } else {
+    // Timers go through an open stream's call (the service has no scheduler of its own).
+    guard let anchor = streams.values.first(where: { !$0.call.isClosed })?.call else {
+      // Every stream left has ended: none to advance, none to count open.
+      for (key, _) in streams {
+        streams[key] = nil
+        streamsOpenChanged(by: -1)
+      }
       tickerRunning = false
+      return
+    }
+    if end < keys.count {
+      anchor.schedule(after: .zero) { [weak self] in self?.advance(keys, from: end, now: now, seconds: seconds) }
+    } else {
+      scheduleTick(using: anchor)
     }
   }
 }

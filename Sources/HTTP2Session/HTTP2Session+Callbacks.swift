@@ -193,7 +193,8 @@ extension HTTP2Session {
       if hd.flags & Flag.endStream != 0 {
         framesWithoutContent = 0
         delegate.session(self, didReceiveEndOfStream: hd.stream_id)
-      } else if hd.length == 0 {
+      } else if hd.length == frame.pointee.data.padlen {
+        // Nothing but padding (padlen counts the Pad Length field too): no content either.
         guard countFrameWithoutContent() else { return 0 }
       } else {
         framesWithoutContent = 0

@@ -687,22 +687,20 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
   }
 
-  /// Unsent output past which the connection stops reading from the server and leaves further frames in
-  /// the session until the socket drains: a server that does not read cannot make the client buffer
-  /// without bound (the server side holds itself to the same rule).
+  /// Unsent output past which the connection leaves further frames in the session until the socket drains:
+  /// a server that does not read cannot make the client buffer without bound. The client keeps reading
+  /// meanwhile (unlike the server, which stops): what it reads adds no output but acknowledgements, which
+  /// nghttp2 bounds, and a client that stopped reading too could deadlock with a server doing the same.
   static let maxOutboundBytes = 1 << 20
 
   /// Hands the frames nghttp2 has queued to the socket while its backlog is under ``maxOutboundBytes``
-  /// (``ByteStream/writeOutput(of:limit:)``).
+  /// (``ByteStream/writeOutput(of:limit:)``); the rest follows on ``byteStreamDidDrainOutput(_:)``.
   private func flushOutput() {
     guard let session, let stream, stream.isOpen else { return }
-    if stream.writeOutput(of: session, limit: Self.maxOutboundBytes), !stream.isReadingPaused {
-      stream.pauseReading()
-    }
+    _ = stream.writeOutput(of: session, limit: Self.maxOutboundBytes)
   }
 
   func byteStreamDidDrainOutput(_ stream: ByteStream) {
-    if stream.isReadingPaused { stream.resumeReading() }
     scheduleFlush()
   }
 

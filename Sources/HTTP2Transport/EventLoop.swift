@@ -148,8 +148,10 @@ package final class EventLoop: @unchecked Sendable {
   }
 
   private func interest(readable: Bool, writable: Bool) -> UInt32 {
-    var events = EPOLLRDHUP.rawValue
-    if readable { events |= EPOLLIN.rawValue }
+    // EPOLLRDHUP only with EPOLLIN: a peer's half-close while reading is paused would otherwise be
+    // reported on every wait (level-triggered) with nobody reading, and the loop would spin.
+    var events: UInt32 = 0
+    if readable { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
     if writable { events |= EPOLLOUT.rawValue }
     return events
   }

@@ -48,7 +48,8 @@ import Synchronization
 ///   accepted and closed at once.
 /// - **Output.** When a connection's unsent output passes ``maxOutboundBytesPerConnection`` the server
 ///   stops reading from it and stops moving responses into it (they wait in their streams, where a
-///   producer sees them as ``GRPCServerCall/outboundBufferedBytes``) until it drains to a quarter.
+///   producer sees them as ``GRPCServerCall/outboundBufferedBytes``) until the socket has taken it all; a
+///   connection whose output stays backed up for ``outputStallTimeout`` is closed.
 /// - **Descriptors.** When accepting fails for want of file descriptors (EMFILE, ENFILE), the server
 ///   stops watching the listener for 100 ms, doubling to 1 s while it lasts, instead of retrying at once.
 ///
@@ -95,6 +96,9 @@ public struct GRPCServerConfiguration: Sendable {
   public var maxConnectionsPerPeer: Int
   /// Unsent output of a connection past which the server stops reading from it. Default 1 MiB.
   public var maxOutboundBytesPerConnection: Int
+  /// How long a connection's output may stay backed up (the client reads nothing) before it is closed.
+  /// Default 60 s.
+  public var outputStallTimeout: Duration
   /// How long a new connection has to complete TLS, the preface and its first SETTINGS. Default 10 s.
   public var handshakeTimeout: Duration
   /// How long a request may take from its HEADERS to its END_STREAM. Default 10 s.
@@ -111,7 +115,8 @@ public struct GRPCServerConfiguration: Sendable {
     maxRequestBytes: Int = 64 << 20, maxHeaderListSize: Int = 8 << 10, maxHeaderBytesPerPeer: Int = 16 << 20,
     maxHeaderBytes: Int = 64 << 20, maxStreamsPerPeer: Int = 10_000, streamOpensPerSecondPerPeer: Double = 1_000,
     peerPenalty: Duration = .seconds(1), maxConnections: Int = 1024, maxConnectionsPerPeer: Int = 64,
-    maxOutboundBytesPerConnection: Int = 1 << 20, handshakeTimeout: Duration = .seconds(10),
+    maxOutboundBytesPerConnection: Int = 1 << 20, outputStallTimeout: Duration = .seconds(60),
+    handshakeTimeout: Duration = .seconds(10),
     requestTimeout: Duration = .seconds(10), idleTimeout: Duration? = .seconds(300)
   ) {
     self.host = host
@@ -131,6 +136,7 @@ public struct GRPCServerConfiguration: Sendable {
     self.maxConnections = maxConnections
     self.maxConnectionsPerPeer = maxConnectionsPerPeer
     self.maxOutboundBytesPerConnection = maxOutboundBytesPerConnection
+    self.outputStallTimeout = outputStallTimeout
     self.handshakeTimeout = handshakeTimeout
     self.requestTimeout = requestTimeout
     self.idleTimeout = idleTimeout
@@ -193,6 +199,8 @@ public struct GRPCServerStats: Sendable, Hashable {
   /// Times a connection stopped being read because its unsent output passed
   /// ``GRPCServerConfiguration/maxOutboundBytesPerConnection``.
   public var readPauses: Int = 0
+  /// Connections closed because their output stayed backed up for ``GRPCServerConfiguration/outputStallTimeout``.
+  public var connectionsStalled: Int = 0
 }
 
 /// A gRPC server on its own event loop thread.

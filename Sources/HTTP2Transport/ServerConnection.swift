@@ -186,8 +186,12 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private var pausedForTurn = false
   /// The connection's next turn is scheduled.
   private var turnScheduled = false
-  /// Decoded header bytes (refused lists included) since the connection's last turn began.
+  /// Decoded header bytes (refused lists and trailers included) since the connection's last turn began.
   private var turnHeaderBytes = 0
+  /// Calls handed to the service since the connection's last turn began.
+  private var turnCalls = 0
+  /// When the connection's output backed up (monotonic nanoseconds), while it is; its stall timer.
+  private var outputStallTimer: EventLoop.TimerID?
   /// Input read but not yet given to the session: what a turn ended before (at most one read's worth).
   private var pendingInput: [UInt8] = []
   /// How much input the session is given at a time, between checks of the connection's turn.
@@ -246,7 +250,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   func byteStream(_ stream: ByteStream, didReceive bytes: UnsafeRawBufferPointer) {
-    guard pendingInput.isEmpty else {
+    guard pendingInput.isEmpty, !pausedForTurn else {
       // Read before a pause took effect: it waits its turn behind what is already waiting.
       pendingInput.append(contentsOf: bytes)
       return
@@ -301,6 +305,8 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     handshakeTimer = nil
     if let requestTimer { core.loop.cancelTimer(requestTimer) }
     requestTimer = nil
+    if let outputStallTimer { core.loop.cancelTimer(outputStallTimer) }
+    outputStallTimer = nil
     readyCalls.removeAll()
     readyCallsHead = 0
     let open = calls
@@ -322,7 +328,9 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     endStream: Bool
   ) {
     guard kind == .request else {
-      // Request trailers are not part of unary or server-streaming calls; ignore them.
+      // Request trailers are not part of unary or server-streaming calls; ignore them (their decoding
+      // still counts against the turn).
+      for header in headers { turnHeaderBytes += header.name.utf8.count + header.value.utf8.count + 32 }
       if endStream { requestEnded(streamID) }
       return
     }
@@ -597,12 +605,11 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// more waiting, reading pauses and the rest go on the next loop turn (a timer: timers run after the loop
   /// has handled the other sockets' events).
   private func dispatchReadyCalls() {
-    var handed = 0
-    while readyCallsHead < readyCalls.count, handed < Self.callsPerTurn, !closed {
+    while readyCallsHead < readyCalls.count, turnCalls < Self.callsPerTurn, !closed {
       let call = readyCalls[readyCallsHead]
       readyCallsHead += 1
       guard !call.isClosed else { continue }
-      handed += 1
+      turnCalls += 1
       core.service.handle(call)
     }
     if readyCallsHead == readyCalls.count {
@@ -627,6 +634,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       guard let self, !self.closed else { return }
       self.turnScheduled = false
       self.turnHeaderBytes = 0
+      self.turnCalls = 0
       self.pausedForTurn = false
       self.dispatchReadyCalls()
       if !self.pausedForTurn && !self.pendingInput.isEmpty {
@@ -643,7 +651,8 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     // nghttp2 decoded the list before it was refused: it counts against the connection's turn, and the
     // stream against the peer's rate.
     turnHeaderBytes += size
-    guard !closeAfterInput, !core.streamOpened(by: usage) else { return }
+    // Trailers of a stream already counted take no second token.
+    guard !closeAfterInput, streamHolds[streamID] == nil, !core.streamOpened(by: usage) else { return }
     endForStreamRate(session)
   }
 
@@ -805,6 +814,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
         pausedForOutput = true
         core.stats.readPauses += 1
         updateReading()
+        startOutputStallTimer()
       }
       return
     }
@@ -816,8 +826,26 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   func byteStreamDidDrainOutput(_ stream: ByteStream) {
     if pausedForOutput {
       pausedForOutput = false
+      if let outputStallTimer { core.loop.cancelTimer(outputStallTimer) }
+      outputStallTimer = nil
       updateReading()
     }
     flushNow()
+  }
+
+  /// A connection whose output stays backed up for ``GRPCServerConfiguration/outputStallTimeout`` (the
+  /// client reads nothing) is closed: it would otherwise hold its output, its streams and a connection slot
+  /// for as long as the client keeps it open.
+  private func startOutputStallTimer() {
+    if let outputStallTimer { core.loop.cancelTimer(outputStallTimer) }
+    outputStallTimer = core.loop.scheduleTimer(after: core.configuration.outputStallTimeout) { [weak self] in
+      guard let self, !self.closed, self.pausedForOutput else { return }
+      self.outputStallTimer = nil
+      self.core.stats.connectionsStalled += 1
+      self.core.logger.debug(
+        "closing a connection that read none of its output",
+        metadata: ["peer": "\(self.peer)", "timeout": "\(self.core.configuration.outputStallTimeout)"])
+      self.drop()
+    }
   }
 }

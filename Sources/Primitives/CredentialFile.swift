@@ -31,6 +31,9 @@ package enum CredentialFile {
   package static func read(
     _ path: String, what: String, maxBytes: Int = defaultMaxBytes, timeout: Duration = readTimeout
   ) throws(CredentialFileError) -> [UInt8] {
+    // Checked before opening, so that a device is not even opened (opening some has effects), and again on
+    // the descriptor, in case the path changed in between.
+    try check(path, what: what, maxBytes: maxBytes)
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
     guard fd >= 0 else { throw CredentialFileError("cannot open \(what) \(path): \(describe(errno))") }
     defer { close(fd) }
@@ -38,9 +41,14 @@ package enum CredentialFile {
     guard fstat(fd, &info) == 0 else { throw CredentialFileError("cannot read \(what) \(path): \(describe(errno))") }
     try checkKind(info, path: path, what: what, maxBytes: maxBytes)
     let deadline = monotonicNanoseconds() &+ UInt64(max(0, timeout.saturatingNanoseconds))
-    var bytes = [UInt8](repeating: 0, count: min(maxBytes, Int(info.st_size)) + 1)
+    // Read to the end, whatever the size said: a file that grew since is read whole or refused, never cut.
+    var bytes = [UInt8](repeating: 0, count: min(maxBytes, max(Int(info.st_size), 4096)) + 1)
     var count = 0
-    while count < bytes.count {
+    while true {
+      if count == bytes.count {
+        guard count <= maxBytes else { break }
+        bytes += [UInt8](repeating: 0, count: min(bytes.count, maxBytes + 1 - bytes.count))
+      }
       let read = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
       if read == 0 { break }
       if read < 0 {

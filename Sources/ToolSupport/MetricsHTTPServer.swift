@@ -279,8 +279,11 @@ private final class AcceptLoop: Sendable {
           client = Client(fd: -1, deadline: 0)
           return
         }
+        // Only the new bytes (and the three before them) can complete the head: a head trickled a byte at a
+        // time costs linear time, not quadratic.
+        let searchFrom = max(0, client.head.count - 3)
         client.head.append(contentsOf: buffer[0..<count])
-        if Self.endOfHead(in: client.head) != nil {
+        if Self.endOfHead(in: client.head, from: searchFrom) != nil {
           client.answer = answer(to: client.head)
         } else if client.head.count >= MetricsHTTPServer.maxRequestHead {
           client.answer = Self.response(
@@ -324,9 +327,9 @@ private final class AcceptLoop: Sendable {
   }
 
   /// The offset just past `\r\n\r\n` in `bytes`, if there is one.
-  static func endOfHead(in bytes: [UInt8]) -> Int? {
-    guard bytes.count >= 4 else { return nil }
-    for index in 0...(bytes.count - 4)
+  static func endOfHead(in bytes: [UInt8], from start: Int = 0) -> Int? {
+    guard bytes.count >= 4, start <= bytes.count - 4 else { return nil }
+    for index in start...(bytes.count - 4)
     where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
       return index + 4
     }

@@ -73,6 +73,11 @@ package struct ServerLimitOptions: ParsableArguments {
     help: "Unsent bytes of a connection past which the server stops reading from it until it drains.")
   package var maxOutboundBytes = 1 << 20
 
+  @Option(
+    name: .customLong("output-stall-timeout"),
+    help: "Seconds a connection's output may stay backed up (its client reads nothing) before it is closed.")
+  package var outputStallTimeout = 60.0
+
   package init() {}
 
   package func validate() throws {
@@ -93,6 +98,7 @@ package struct ServerLimitOptions: ParsableArguments {
     }
     for (flag, value) in [
       ("--handshake-timeout", handshakeTimeout), ("--request-timeout", requestTimeout),
+      ("--output-stall-timeout", outputStallTimeout),
     ] where !(value > 0 && value.isFinite) {
       throw ValidationError("\(flag) must be > 0")
     }
@@ -116,6 +122,7 @@ package struct ServerLimitOptions: ParsableArguments {
     configuration.maxRequestBytesPerPeer = maxPeerRequestBytes
     configuration.maxRequestBytes = maxRequestBytes
     configuration.maxOutboundBytesPerConnection = maxOutboundBytes
+    configuration.outputStallTimeout = Self.duration(outputStallTimeout)
   }
 
   private static func duration(_ seconds: Double) -> Duration {

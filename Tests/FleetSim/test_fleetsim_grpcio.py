@@ -454,7 +454,9 @@ def test_sigterm_prints_final_stats_matching_the_calls(fsim_start, fsim_pb):
     stats = server.stop(signal.SIGTERM)
     assert server.process.returncode == 0
     server_counters = {"connections", "connections_open", "connections_refused", "connections_closed_idle",
-                       "accept_pauses", "requests_refused", "request_bytes", "peak_request_bytes"}
+                       "accept_pauses", "requests_refused", "request_bytes", "peak_request_bytes", "calls_started",
+                       "peer_connections_refused", "handshakes_timed_out", "requests_timed_out",
+                       "connections_rate_limited", "header_bytes", "read_pauses"}
     assert {key: value for key, value in stats.items() if key not in server_counters} == {
         "unary": 5, "streams": 1, "open": 0, "updates": len(updates), "completed": 1,
         "unauthenticated": 0, "permission_denied": 0, "invalid_argument": 1, "not_found": 1,
@@ -464,6 +466,9 @@ def test_sigterm_prints_final_stats_matching_the_calls(fsim_start, fsim_pb):
     assert set(stats) >= server_counters
     assert stats["connections"] == 1 and stats["connections_refused"] == stats["connections_closed_idle"] == 0
     assert stats["accept_pauses"] == stats["requests_refused"] == stats["request_bytes"] == 0
+    assert stats["calls_started"] == 6 and stats["header_bytes"] == 0
+    assert stats["peer_connections_refused"] == stats["handshakes_timed_out"] == stats["requests_timed_out"] == 0
+    assert stats["connections_rate_limited"] == stats["read_pauses"] == 0
     # The stats line is the last line; before it, only the `listening on` line was printed.
     assert server.output[-1].startswith("stats: ") and len(server.output) == 1
 

@@ -117,6 +117,11 @@ final class RawHTTP2Client: HTTP2SessionDelegate {
   /// Resets `streamID` with CANCEL.
   func cancel(_ streamID: Int32) { session.resetStream(streamID, errorCode: .cancel) }
 
+  /// Half-closes the connection (FIN): this side sends nothing more, and can still read.
+  func shutdownWrites() {
+    shutdown(fd, Int32(SHUT_WR))
+  }
+
   /// Ends the connection from this side (the server reads its end).
   func disconnect() {
     shutdown(fd, Int32(SHUT_RDWR))

@@ -516,4 +516,29 @@ struct ServerBoundsTests {
       #expect(streams.allSatisfy { client.grpcStatus(of: $0) == 0 })
     }
   }
+
+  @Test(
+    "A client that reads none of its output is closed after outputStallTimeout; its half-close meanwhile costs no spin")
+  func stalledOutputIsClosed() async throws {
+    let configuration = GRPCServerConfiguration(
+      maxOutboundBytesPerConnection: 64 << 10, outputStallTimeout: .seconds(2), idleTimeout: nil)
+    try await withBoundsServer(configuration) { server, _, port in
+      let client = try RawHTTP2Client(port: port, receiveBuffer: 64 << 10)
+      #expect(await client.pump(until: { $0.settingsReceived }))
+      for _ in 0..<200 {
+        let stream = try client.openRequest(path: BoundsMethod.big)
+        try client.send(grpcPrefix(length: 0), on: stream, end: true)
+      }
+      client.pumpWritesOnly()
+      #expect(await within { await server.stats().readPauses > 0 })
+      // A half-close while the server is not reading: reported by epoll only to a reader, so no busy loop.
+      client.shutdownWrites()
+      let before = await loopCPUNanoseconds(server)
+      try await Task.sleep(for: .milliseconds(500))
+      let spent = await loopCPUNanoseconds(server) - before
+      #expect(spent < 250_000_000, "the server's loop used \(spent / 1_000_000) ms of CPU in 500 ms while paused")
+      #expect(await within { await server.stats().connectionsStalled == 1 })
+      #expect(await within { await server.stats().openConnections == 0 })
+    }
+  }
 }
