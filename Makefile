@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 60
 CI_FUZZ_SECONDS ?= 10
 
 .PHONY: all demo demo-ci demo-relay relay-chaos test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
-	swift-test-ci tsan-tests waiting-tests tsan-build tsan-build-idle asan-build fuzz-build hostile-test soak \
+	swift-test-ci tsan-tests waiting-tests tsan-build asan-build fuzz-build hostile-test soak \
 	bench bench-full bench-deps bench-build bench-micro bench-report bench-relay
 
 all: build
@@ -41,7 +41,7 @@ demo: build
 ## runs beside work that mostly waits on servers and timers; each phase prints when it starts
 ## (`make test: … at HH:MM:SS`):
 ## 1. format-check, the venv, the build, the ASan build and the fuzzers;
-## 2. the Swift tests but the sanitizers' (swift-test-ci), with the TSan build niced beside them;
+## 2. the Swift tests but the sanitizers' (swift-test-ci);
 ## 3. side by side: the Python tests; the TSan build, then the TSan tests; the demo, the ASan tests, the
 ##    fuzzers' run, chaos and the hostile-peer attacks (hostile-test);
 ## 4. relay-chaos alone (its three relays and three nats-servers fell behind beside the TSan tests once).
@@ -50,8 +50,8 @@ CI_ENV := JOURNEYSHARING_SKIP_TEST_TARGETS=$(SANITIZER_ONLY_TEST_TARGETS)
 test: deps
 	@echo "make test: format-check, venv, build, asan-build, fuzz-build at $$(date +%T)"
 	$(CI_ENV) $(MAKE) -j5 --output-sync=target format-check venv build asan-build fuzz-build
-	@echo "make test: swift-test-ci, and the TSan build at the lowest priority at $$(date +%T)"
-	$(CI_ENV) $(MAKE) -j2 --output-sync=target swift-test-ci tsan-build-idle
+	@echo "make test: swift-test-ci at $$(date +%T)"
+	$(CI_ENV) $(MAKE) swift-test-ci
 	@echo "make test: python-test, tsan-tests, waiting-tests (demo, ASan, fuzz, chaos, hostile) at $$(date +%T)"
 	$(CI_ENV) $(MAKE) -j3 --output-sync=target python-test tsan-tests waiting-tests
 	@echo "make test: relay-chaos at $$(date +%T)"
@@ -69,10 +69,6 @@ waiting-tests:
 ## tsan-build, asan-build, fuzz-build: the sanitizer builds `make test` runs (test-tsan and test-asan build too)
 tsan-build:
 	$(TSAN_ENV) $(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
-# Phase 2's companion: the TSan build on the CPU the Swift tests leave idle (they mostly wait on sockets and
-# timers); niced, it takes no time from them, and phase 3's tsan-build finds most of it done.
-tsan-build-idle:
-	$(TSAN_ENV) nice -n 19 $(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 asan-build:
 	$(ASAN_ENV) $(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
 fuzz-build:
