@@ -21,28 +21,10 @@ import grpc
 import h2.config
 import h2.connection
 import h2.events
+from tools_support import cpu_seconds, port_of, rss_mib
 
 
 UNARY = "/maps.fleetengine.v1.TripService/GetTrip"
-
-
-def port_of(address: str) -> int:
-    return int(address.rsplit(":", 1)[1])
-
-
-def rss_mib(pid: int) -> float:
-    with open("/proc/%d/status" % pid) as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS for %d" % pid)
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the process, from /proc/PID/stat."""
-    with open("/proc/%d/stat" % pid) as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class H2Client:

@@ -24,6 +24,7 @@ import h2.connection
 import h2.events
 import h2.settings
 import pytest
+from tools_support import rss_mib
 
 STREAMING_GET_TRIP = "/journeysharing.v1.TripStreamService/GetTrip"
 
@@ -32,14 +33,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def rss_mib(pid: int) -> float:
-    with open("/proc/%d/status" % pid) as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS for %d" % pid)
 
 
 @pytest.fixture

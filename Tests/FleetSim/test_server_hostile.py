@@ -39,6 +39,7 @@ import h2.events
 import h2.exceptions
 import hpack
 import pytest
+from tools_support import cpu_seconds, port_of, rss_mib
 
 UNARY_GET_TRIP = "/maps.fleetengine.v1.TripService/GetTrip"
 STREAMING_GET_TRIP = "/journeysharing.v1.TripStreamService/GetTrip"
@@ -99,26 +100,8 @@ def error_name(code: int) -> str:
         return hex(code)
 
 
-def port_of(address: str) -> int:
-    return int(address.rsplit(":", 1)[1])
-
-
 # ---------------------------------------------------------------------------
-# Measuring a process
-
-def rss_mib(pid: int) -> float:
-    with open("/proc/%d/status" % pid) as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise ProcessLookupError("no VmRSS for %d" % pid)
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the process, from /proc/PID/stat."""
-    with open("/proc/%d/stat" % pid) as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+# Measuring a process (rss_mib and cpu_seconds come from tools_support)
 
 
 class Monitor:
