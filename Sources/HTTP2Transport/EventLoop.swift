@@ -87,6 +87,9 @@ package final class EventLoop: @unchecked Sendable {
     thread = tid
   }
 
+  /// Whether ``shutdown()`` was called: tasks given to ``execute(_:)`` from then on may never run.
+  package var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
   /// Whether the caller runs on this loop's thread.
   package var inEventLoop: Bool { threadID.load(ordering: .acquiring) == UInt64(pthread_self()) }
 

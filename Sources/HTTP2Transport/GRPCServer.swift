@@ -3,7 +3,8 @@
 // Built from the same parts as the client: the event loop, ByteStream (TCP
 // and TLS), and an nghttp2 session in the server role. A `GRPCService`
 // (GRPCProtocol's service seam) receives each call once its request message is complete and answers
-// on the loop thread, now or later (server streaming), through `GRPCServerCall`.
+// on the server's loop, now or later (server streaming), through `GRPCServerCall`. The connections
+// run on that loop too, or spread over the loops of a `GRPCEventLoopGroup`.
 
 public import GRPCProtocol
 public import Logging
@@ -106,6 +107,10 @@ public struct GRPCServerConfiguration: Sendable {
   /// How long a connection may have no call (from its accept, or since its last call ended) before
   /// the server sends GOAWAY and closes it; `nil` keeps idle connections open. Default 5 minutes.
   public var idleTimeout: Duration?
+  /// The loops the connections run on (TLS, HTTP/2, HPACK, the bounds), spread round robin as they are
+  /// accepted; `nil` runs them on the server's own loop. The service runs on the server's loop either
+  /// way: a call's methods hop to its connection's loop. The group must outlive the server.
+  public var eventLoopGroup: GRPCEventLoopGroup?
 
   /// A configuration listening on `host:port`; every parameter has the default described on its property.
   public init(
@@ -117,7 +122,8 @@ public struct GRPCServerConfiguration: Sendable {
     peerPenalty: Duration = .seconds(1), maxConnections: Int = 1024, maxConnectionsPerPeer: Int = 64,
     maxOutboundBytesPerConnection: Int = 1 << 20, outputStallTimeout: Duration = .seconds(60),
     handshakeTimeout: Duration = .seconds(10),
-    requestTimeout: Duration = .seconds(10), idleTimeout: Duration? = .seconds(300)
+    requestTimeout: Duration = .seconds(10), idleTimeout: Duration? = .seconds(300),
+    eventLoopGroup: GRPCEventLoopGroup? = nil
   ) {
     self.host = host
     self.port = port
@@ -140,6 +146,7 @@ public struct GRPCServerConfiguration: Sendable {
     self.handshakeTimeout = handshakeTimeout
     self.requestTimeout = requestTimeout
     self.idleTimeout = idleTimeout
+    self.eventLoopGroup = eventLoopGroup
   }
 
   /// No per-peer bounds: for a benchmark's or a test's own server, where one local client stands for
@@ -203,12 +210,17 @@ public struct GRPCServerStats: Sendable, Hashable {
   public var connectionsStalled: Int = 0
 }
 
-/// A gRPC server on its own event loop thread.
+/// A gRPC server on its own event loop thread, where it accepts connections and its service runs.
+///
+/// Its connections run on that thread too, or, with ``GRPCServerConfiguration/eventLoopGroup``, on the
+/// group's loops, spread round robin: TLS, HTTP/2 framing and header decoding then use every core, while
+/// the service stays on one thread and needs no locks of its own.
 public final class GRPCServer: Sendable {
   /// The configuration it was made with.
   public let configuration: GRPCServerConfiguration
   let loop: EventLoop
-  let core: LoopBound<ServerCore>
+  /// Confined to ``loop`` but for what it offers every thread (see ``ServerCore``).
+  let core: ServerCore
   private let boundPort = Atomic<Int>(0)
 
   /// Creates a server for `service`; call ``start()`` to listen.
@@ -229,15 +241,27 @@ public final class GRPCServer: Sendable {
     }
     let loop = EventLoop(name: "grpc-server")
     self.loop = loop
-    core = LoopBound(
-      unchecked: ServerCore(
-        loop: loop, configuration: configuration, tlsContext: tlsContext, service: service, logger: logger),
-      loop: loop)
+    core = ServerCore(
+      loop: loop, configuration: configuration, tlsContext: tlsContext, service: service, logger: logger)
   }
 
   deinit {
     let core = core
-    loop.execute { core.value.stop(graceful: false) }
+    // Connections on a group's loops are closed there first, while this loop still runs to take their calls'
+    // cancellations to the service; then this loop closes its own and stops.
+    for registry in core.registries where registry.loop !== loop {
+      if registry.loop.inEventLoop {
+        registry.value.closeAll(graceful: false)
+        continue
+      }
+      let done = Locked(false)
+      registry.loop.execute {
+        registry.value.closeAll(graceful: false)
+        done.withLock { $0 = true }
+      }
+      while !done.withLock({ $0 }) && !registry.loop.isStopping { usleep(100) }
+    }
+    loop.execute { core.stop(graceful: false) }
     loop.shutdown()
   }
 
@@ -250,7 +274,7 @@ public final class GRPCServer: Sendable {
     let result = Locked<Result<Int, GRPCError>?>(nil)
     let done = Atomic<Bool>(false)
     loop.execute {
-      let outcome = Result { () throws(GRPCError) -> Int in try core.value.listen() }
+      let outcome = Result { () throws(GRPCError) -> Int in try core.listen() }
       result.withLock { $0 = outcome }
       done.store(true, ordering: .releasing)
     }
@@ -265,14 +289,18 @@ public final class GRPCServer: Sendable {
 
   /// Sends GOAWAY on every connection (clients finish open calls and reconnect for new ones).
   public func sendGoAway() {
-    let core = core
-    loop.execute { core.value.goAwayAll() }
+    core.forEachConnection { connection, shared in
+      connection.goAway()
+      shared.count { $0.goAwaysSent += 1 }
+    }
   }
 
   /// Closes every connection at once, without GOAWAY (a dropped network).
   public func dropConnections() {
-    let core = core
-    loop.execute { core.value.dropAll() }
+    core.forEachConnection { connection, shared in
+      shared.count { $0.connectionsDropped += 1 }
+      connection.drop()
+    }
   }
 
   /// Runs `body` on the server's event loop thread (where ``GRPCService`` methods run).
@@ -280,62 +308,81 @@ public final class GRPCServer: Sendable {
     loop.execute(body)
   }
 
-  /// Counters.
+  /// Counters, read on the server's loop (after what was asked of it before).
   public func stats() async -> GRPCServerStats {
-    let core = core
+    let shared = core.shared
     return await withCheckedContinuation { continuation in
-      loop.execute { continuation.resume(returning: core.value.stats) }
+      loop.execute { continuation.resume(returning: shared.stats) }
     }
   }
 
+  /// How many connections are open on each of the loops they run on, in the group's order (one entry for a
+  /// server without a group).
+  package func connectionsPerLoop() async -> [Int] {
+    var counts: [Int] = []
+    for registry in core.registries {
+      counts.append(
+        await withCheckedContinuation { continuation in
+          registry.loop.execute { continuation.resume(returning: registry.value.connections.count) }
+        })
+    }
+    return counts
+  }
+
   /// Stops listening and closes every connection: gracefully (GOAWAY; open calls may
-  /// still finish) or at once.
+  /// still finish) or at once. Returns once every connection's loop has done so, and the service has
+  /// heard of the calls that ended.
   public func shutdown(graceful: Bool = true) async {
     let core = core
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       loop.execute {
-        core.value.stop(graceful: graceful)
+        core.stopListening()
         continuation.resume()
       }
+    }
+    for registry in core.registries {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        registry.loop.execute {
+          registry.value.closeAll(graceful: graceful)
+          continuation.resume()
+        }
+      }
+    }
+    // The cancellations of calls on other loops were handed to this one; they run before this.
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      loop.execute { continuation.resume() }
     }
   }
 }
 
-/// What one client address holds of the server's budgets. Confined to the server's loop.
-final class PeerUsage {
-  var connections = 0
-  var streams = 0
-  var requestBytes = 0
-  var headerBytes = 0
-  /// The peer's stream-open rate limit.
-  var streamOpens: RateLimit
-  /// Until when (monotonic nanoseconds) its new connections are refused.
-  var penaltyUntil: UInt64 = 0
+/// The connections of a server that run on one loop. Confined to that loop.
+final class ServerConnections {
+  var connections: [ObjectIdentifier: ServerConnection] = [:]
 
-  init(_ configuration: GRPCServerConfiguration) {
-    let burst = configuration.maxStreamsPerPeer == .max ? Int(Int32.max) : configuration.maxStreamsPerPeer
-    streamOpens = RateLimit(burst: burst, perSecond: configuration.streamOpensPerSecondPerPeer)
-  }
-
-  /// Whether it holds nothing and owes nothing at `now`: it may be forgotten.
-  func isIdle(at now: UInt64) -> Bool {
-    connections == 0 && streams == 0 && requestBytes == 0 && headerBytes == 0 && penaltyUntil <= now
-      && streamOpens.isIdle(at: now)
+  /// GOAWAY on every connection (graceful), or closes each at once.
+  func closeAll(graceful: Bool) {
+    for connection in Array(connections.values) {
+      if graceful { connection.goAway() } else { connection.drop() }
+    }
   }
 }
 
-/// The server's state on its loop.
-final class ServerCore: EventLoopHandler {
+/// The server's state: the listener and accepting on the server's loop; the constants every connection
+/// reads; the counts they share (``shared``); a registry of connections per loop.
+///
+/// `@unchecked Sendable`: connections on other loops read its `let`s, use ``shared`` (locked) and
+/// ``scheduleSweep()`` (which hops to the server's loop); everything else is confined to the server's loop.
+final class ServerCore: EventLoopHandler, @unchecked Sendable {
   let loop: EventLoop
   let configuration: GRPCServerConfiguration
   let tlsContext: TLSContext?
   let service: any GRPCService
   let logger: Logger
+  let shared: ServerShared
+  /// The connections of each loop they run on: the server's own, or the group's.
+  let registries: [LoopBound<ServerConnections>]
+  private var nextRegistry = 0
   private var listenFD: Int32 = -1
-  private var connections: [ObjectIdentifier: ServerConnection] = [:]
-  var stats = GRPCServerStats(
-    connectionsAccepted: 0, openConnections: 0, callsStarted: 0, openCalls: 0, callsCancelledByClient: 0,
-    goAwaysSent: 0, connectionsDropped: 0, streamsReset: 0)
 
   /// The first pause of accepting when descriptors run out; each pause in a row doubles it, up to the maximum.
   static let initialAcceptPause: Duration = .milliseconds(100)
@@ -352,10 +399,6 @@ final class ServerCore: EventLoopHandler {
   private var nextAcceptPause: Duration?
   /// Pauses in the current episode, for the line logged when it ends.
   private var episodePauses = 0
-  /// Whether connections are being refused for the connection limit (logged once per episode).
-  private var refusingConnections = false
-  /// What each client address holds; an entry goes once it holds nothing and its rate limit is full again.
-  private var peers: [String: PeerUsage] = [:]
   /// Peers whose refusal was logged, until they are forgotten (one line per peer and episode).
   private var peersRefusalLogged: Set<String> = []
   /// The pending sweep of forgotten peers, if any.
@@ -370,6 +413,9 @@ final class ServerCore: EventLoopHandler {
     self.tlsContext = tlsContext
     self.service = service
     self.logger = logger
+    shared = ServerShared(configuration: configuration)
+    let loops = configuration.eventLoopGroup?.loops ?? [loop]
+    registries = loops.map { LoopBound(unchecked: ServerConnections(), loop: $0) }
   }
 
   func listen() throws(GRPCError) -> Int {
@@ -407,22 +453,9 @@ final class ServerCore: EventLoopHandler {
       guard let fd else { return }
       acceptSucceeded()
       let peer = Socket.peerAddress(fd)?.hostAndPort.host ?? "unknown"
-      if let reason = peerRefusal(peer) {
+      if let reason = admit(peer) {
         Glibc.close(fd)
-        stats.peerConnectionsRefused += 1
-        logPeerRefusal(peer, reason)
-        continue
-      }
-      if connections.count >= configuration.maxConnections {
-        // Refused before anything is read or written: the client sees the connection end at once.
-        Glibc.close(fd)
-        stats.connectionsRefused += 1
-        if !refusingConnections {
-          refusingConnections = true
-          logger.warning(
-            "connection limit reached: closing new connections until one closes",
-            metadata: ["max_connections": "\(configuration.maxConnections)"])
-        }
+        if let reason { logPeerRefusal(peer, reason) }
         continue
       }
       var tls: TLSEngine?
@@ -431,30 +464,115 @@ final class ServerCore: EventLoopHandler {
           tls = try TLSEngine(context: tlsContext, serverName: nil)
         } catch {
           Glibc.close(fd)
+          connectionClosed(peer: peer)
           continue
         }
       }
-      usage(of: peer).connections += 1
-      let connection = ServerConnection(
-        core: self, stream: ByteStream(loop: loop, fd: fd, tls: tls, connecting: false), peer: peer)
-      connections[ObjectIdentifier(connection)] = connection
-      stats.connectionsAccepted += 1
-      stats.openConnections += 1
-      connection.start()
+      let registry = registries[nextRegistry]
+      nextRegistry = (nextRegistry + 1) % registries.count
+      if registry.loop.isStopping {
+        // The group was shut down before the server (see GRPCServerConfiguration.eventLoopGroup).
+        Glibc.close(fd)
+        connectionClosed(peer: peer)
+        continue
+      }
+      let handOff = LoopBound(unchecked: (self, tls), loop: registry.loop)
+      if registry.loop === loop {
+        Self.open(fd: fd, peer: peer, core: self, tls: tls, registry: registry)
+      } else {
+        registry.loop.execute {
+          let (core, tls) = handOff.value
+          Self.open(fd: fd, peer: peer, core: core, tls: tls, registry: registry)
+        }
+      }
     }
   }
 
-  func connectionClosed(_ connection: ServerConnection) {
-    if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
-      stats.openConnections -= 1
-      if let usage = peers[connection.peer] {
-        usage.connections -= 1
-        forgetIfIdle(connection.peer, usage)
+  /// Counts a connection of `peer` in, or says why it is refused: `.some(reason)` for a peer over its share
+  /// (logged), `.some(nil)` for the server's connection limit; nil when it may open.
+  private func admit(_ peer: String) -> String?? {
+    let configuration = configuration
+    let (refusal, startedRefusing): (String??, Bool) = shared.withLock { state in
+      if let usage = state.peers[peer] {
+        var reason: String?
+        if usage.connections >= configuration.maxConnectionsPerPeer {
+          reason = "it has \(usage.connections) connections open (--max-connections-per-peer)"
+        } else if usage.penaltyUntil > monotonicNanoseconds() {
+          reason = "it opened streams too fast"
+        }
+        if let reason {
+          state.stats.peerConnectionsRefused += 1
+          return (.some(reason), false)
+        }
       }
+      if state.stats.openConnections >= configuration.maxConnections {
+        // Refused before anything is read or written: the client sees the connection end at once.
+        state.stats.connectionsRefused += 1
+        let first = !state.refusingConnections
+        state.refusingConnections = true
+        return (.some(nil), first)
+      }
+      state.usage(of: peer, configuration).connections += 1
+      state.stats.connectionsAccepted += 1
+      state.stats.openConnections += 1
+      return (nil, false)
     }
-    if refusingConnections && connections.count < configuration.maxConnections {
-      refusingConnections = false
-      logger.info("below the connection limit again", metadata: ["connections_refused": "\(stats.connectionsRefused)"])
+    if startedRefusing {
+      logger.warning(
+        "connection limit reached: closing new connections until one closes",
+        metadata: ["max_connections": "\(configuration.maxConnections)"])
+    }
+    return refusal
+  }
+
+  /// On `registry`'s loop: starts serving an accepted connection.
+  private static func open(
+    fd: Int32, peer: String, core: ServerCore, tls: TLSEngine?, registry: LoopBound<ServerConnections>
+  ) {
+    let usage = core.shared.withLock { $0.usage(of: peer, core.configuration) }
+    let connection = ServerConnection(
+      core: core, stream: ByteStream(loop: registry.loop, fd: fd, tls: tls, connecting: false), peer: peer,
+      usage: usage, registry: registry)
+    registry.value.connections[ObjectIdentifier(connection)] = connection
+    connection.start()
+  }
+
+  /// On the connection's loop: it closed (it has left its registry).
+  func connectionClosed(peer: String) {
+    let configuration = configuration
+    let (sweep, forgotten, stoppedRefusing, refused): (Bool, Bool, Bool, Int) = shared.withLock { state in
+      state.stats.openConnections -= 1
+      var (sweep, forgotten) = (false, false)
+      if let usage = state.peers[peer] {
+        usage.connections -= 1
+        if usage.connections == 0 {
+          if usage.isIdle(at: monotonicNanoseconds()) {
+            state.peers[peer] = nil
+            forgotten = true
+          } else {
+            sweep = true
+          }
+        }
+      }
+      let stopped = state.refusingConnections && state.stats.openConnections < configuration.maxConnections
+      if stopped { state.refusingConnections = false }
+      return (sweep, forgotten, stopped, state.stats.connectionsRefused)
+    }
+    if sweep { scheduleSweep() }
+    if forgotten { forgetRefusalLogged(peer) }
+    if stoppedRefusing {
+      logger.info("below the connection limit again", metadata: ["connections_refused": "\(refused)"])
+    }
+  }
+
+  /// Runs `body` for every connection, on its loop. From any thread.
+  func forEachConnection(_ body: @escaping (ServerConnection, ServerShared) -> Void) {
+    let shared = shared
+    for registry in registries {
+      let run = LoopBound(unchecked: body, loop: registry.loop)
+      registry.loop.execute {
+        for connection in Array(registry.value.connections.values) { run.value(connection, shared) }
+      }
     }
   }
 
@@ -472,7 +590,7 @@ final class ServerCore: EventLoopHandler {
     }
     nextAcceptPause = min(pause * 2, Self.maxAcceptPause)
     episodePauses += 1
-    stats.acceptPauses += 1
+    shared.count { $0.acceptPauses += 1 }
     acceptPaused = true
     releaseReserve()
     loop.setInterest(fd: listenFD, readable: false, writable: false)
@@ -509,115 +627,82 @@ final class ServerCore: EventLoopHandler {
 
   // MARK: - Peers
 
-  /// Why a new connection from `peer` is refused, or nil when it may open.
-  private func peerRefusal(_ peer: String) -> String? {
-    guard let usage = peers[peer] else { return nil }
-    if usage.connections >= configuration.maxConnectionsPerPeer {
-      return "it has \(usage.connections) connections open (--max-connections-per-peer)"
-    }
-    if usage.penaltyUntil > monotonicNanoseconds() { return "it opened streams too fast" }
-    return nil
-  }
-
   private func logPeerRefusal(_ peer: String, _ reason: String) {
     guard peersRefusalLogged.insert(peer).inserted else { return }
     logger.warning("refusing connections from a peer", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
     scheduleSweep()
   }
 
-  /// The usage of `peer` (which has a connection open, so an entry).
-  func usage(of peer: String) -> PeerUsage {
-    if let usage = peers[peer] { return usage }
-    let usage = PeerUsage(configuration)
-    peers[peer] = usage
-    return usage
+  /// A peer was forgotten: a later refusal of it is logged again. From any thread.
+  private func forgetRefusalLogged(_ peer: String) {
+    guard loop.inEventLoop else {
+      let core = LoopBound(unchecked: self, loop: loop)
+      loop.execute { core.value.forgetRefusalLogged(peer) }
+      return
+    }
+    peersRefusalLogged.remove(peer)
   }
 
-  /// A stream of `peer` opened: false when the peer opens streams faster than its rate, which puts it
-  /// under penalty (the caller ends the connection).
-  func streamOpened(by usage: PeerUsage) -> Bool {
+  /// A stream of a peer opened (call under the lock): false when the peer opens streams faster than its
+  /// rate, which puts it under penalty (the caller ends the connection and calls ``scheduleSweep()``).
+  func streamOpened(by usage: PeerUsage, _ state: inout ServerShared.State) -> Bool {
     let now = monotonicNanoseconds()
     guard usage.streamOpens.take(at: now) else {
       usage.penaltyUntil = now &+ UInt64(max(0, configuration.peerPenalty.saturatingNanoseconds))
-      stats.connectionsRateLimited += 1
-      scheduleSweep()
+      state.stats.connectionsRateLimited += 1
       return false
     }
     return true
   }
 
-  /// Forgets `peer` once it holds nothing and owes nothing (its rate limit full, no penalty); otherwise a
-  /// sweep comes back for it.
-  private func forgetIfIdle(_ peer: String, _ usage: PeerUsage) {
-    guard usage.connections == 0 else { return }
-    if usage.isIdle(at: monotonicNanoseconds()) {
-      peers[peer] = nil
-      peersRefusalLogged.remove(peer)
-    } else {
-      scheduleSweep()
+  /// Sweeps forgotten peers once a second while any is left to sweep. From any thread.
+  func scheduleSweep() {
+    guard loop.inEventLoop else {
+      let core = LoopBound(unchecked: self, loop: loop)
+      loop.execute { core.value.scheduleSweep() }
+      return
     }
-  }
-
-  /// Sweeps forgotten peers once a second while any is left to sweep.
-  private func scheduleSweep() {
     guard !peerSweepScheduled else { return }
     peerSweepScheduled = true
-    loop.scheduleTimer(after: .seconds(1)) { [self] in
+    loop.scheduleTimer(after: .seconds(1)) { [weak self] in
+      guard let self else { return }
       peerSweepScheduled = false
       let now = monotonicNanoseconds()
-      var pending = false
-      for (peer, usage) in peers where usage.connections == 0 {
-        if usage.isIdle(at: now) {
-          peers[peer] = nil
-        } else {
-          pending = true
+      let pending = shared.withLock { state in
+        var pending = false
+        for (peer, usage) in state.peers where usage.connections == 0 {
+          if usage.isIdle(at: now) {
+            state.peers[peer] = nil
+          } else {
+            pending = true
+          }
         }
+        peersRefusalLogged = peersRefusalLogged.filter { state.peers[$0].map { !$0.isIdle(at: now) } ?? false }
+        return pending
       }
-      peersRefusalLogged = peersRefusalLogged.filter { peers[$0].map { !$0.isIdle(at: now) } ?? false }
       if pending || !peersRefusalLogged.isEmpty { scheduleSweep() }
     }
   }
 
-  /// Counts `delta` more (or, negative, fewer) decoded header bytes held by open streams.
-  func headerBytesChanged(by delta: Int) {
-    stats.heldHeaderBytes += delta
+  /// Stops listening (connections are closed by their loops: ``GRPCServer/shutdown(graceful:)``).
+  func stopListening() {
+    guard listenFD >= 0 else { return }
+    acceptPaused = false
+    loop.deregister(fd: listenFD)
+    Glibc.close(listenFD)
+    listenFD = -1
+    releaseReserve()
   }
 
-  // MARK: - Request memory
-
-  /// Whether one more byte of requests may be held: the server-wide count is within ``GRPCServerConfiguration/maxRequestBytes``.
-  var requestBytesWithinLimit: Bool { stats.bufferedRequestBytes <= configuration.maxRequestBytes }
-
-  /// Counts `delta` more (or, negative, fewer) bytes of requests held.
-  func requestBytesChanged(by delta: Int) {
-    stats.bufferedRequestBytes += delta
-    stats.peakBufferedRequestBytes = max(stats.peakBufferedRequestBytes, stats.bufferedRequestBytes)
-  }
-
-  func goAwayAll() {
-    for connection in connections.values {
-      connection.goAway()
-      stats.goAwaysSent += 1
-    }
-  }
-
-  func dropAll() {
-    for connection in Array(connections.values) {
-      stats.connectionsDropped += 1
-      connection.drop()
-    }
-  }
-
+  /// On the server's loop: stops listening and closes every connection, on its loop (at once on this one).
   func stop(graceful: Bool) {
-    if listenFD >= 0 {
-      acceptPaused = false
-      loop.deregister(fd: listenFD)
-      Glibc.close(listenFD)
-      listenFD = -1
-      releaseReserve()
-    }
-    for connection in Array(connections.values) {
-      if graceful { connection.goAway() } else { connection.drop() }
+    stopListening()
+    for registry in registries {
+      if registry.loop === loop {
+        registry.value.closeAll(graceful: graceful)
+      } else {
+        registry.loop.execute { registry.value.closeAll(graceful: graceful) }
+      }
     }
   }
 }

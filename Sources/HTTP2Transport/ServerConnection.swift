@@ -1,140 +1,13 @@
 // Sources/HTTP2Transport/ServerConnection.swift - one accepted HTTP/2 connection serving gRPC calls
 
-public import GRPCProtocol
+import GRPCProtocol
 import HTTP2Session
 import Logging
 import Primitives
+import Synchronization
 
-/// One call on a ``GRPCServer``: the request, and the way to answer it.
-///
-/// Every method must be called on ``loop``'s thread (the handler is called there; to
-/// answer later, schedule with ``schedule(after:_:)`` or ``execute(_:)``).
-///
-/// `@unchecked Sendable`: it can be handed to other threads only to be sent back to its
-/// loop; every method checks (in debug builds) that it runs on the loop.
-public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
-  /// The method path, `/package.Service/Method`.
-  public let path: String
-  /// The request metadata (custom headers; `-bin` values decoded).
-  public let requestMetadata: GRPCMetadata
-  /// The request's `:authority`.
-  public let authority: String
-  /// The serialized request message.
-  public let request: [UInt8]
-  /// The deadline the client sent in `grpc-timeout`, if any, as a duration from arrival.
-  public let timeout: Duration?
-  /// The client's address (its numeric host), for per-client limits and logs.
-  public let peerAddress: String
-
-  let loop: EventLoop
-  /// The call's event loop, where its methods run and its timers fire.
-  public var scheduler: any GRPCScheduler { loop }
-  weak var connection: ServerConnection?
-  let streamID: Int32
-  private var headersSent = false
-  /// Whether the call has ended (finished, reset, or cancelled by the client).
-  public private(set) var isClosed = false
-  private var cancelHandlers: [() -> Void] = []
-
-  init(
-    path: String, requestMetadata: GRPCMetadata, authority: String, request: [UInt8], timeout: Duration?,
-    peerAddress: String, loop: EventLoop, connection: ServerConnection, streamID: Int32
-  ) {
-    self.peerAddress = peerAddress
-    self.path = path
-    self.requestMetadata = requestMetadata
-    self.authority = authority
-    self.request = request
-    self.timeout = timeout
-    self.loop = loop
-    self.connection = connection
-    self.streamID = streamID
-  }
-
-  /// Sends the response headers (optional: the first message sends them if needed).
-  public func sendHeaders(_ metadata: GRPCMetadata = GRPCMetadata()) {
-    loop.assertInEventLoop()
-    guard !isClosed, !headersSent, let connection else { return }
-    headersSent = true
-    var fields = [HTTP2HeaderField(":status", "200"), HTTP2HeaderField("content-type", "application/grpc")]
-    for field in metadata.headerFields { fields.append(HTTP2HeaderField(field.name, field.value)) }
-    connection.submitHeaders(streamID: streamID, fields, endStream: false)
-  }
-
-  /// Sends one response message.
-  public func send(_ message: [UInt8]) {
-    message.withUnsafeBytes { send(bytes: $0) }
-  }
-
-  /// Sends one response message from borrowed bytes.
-  public func send(bytes message: UnsafeRawBufferPointer) {
-    loop.assertInEventLoop()
-    guard !isClosed, let connection else { return }
-    if !headersSent { sendHeaders() }
-    connection.sendMessage(streamID: streamID, message)
-  }
-
-  /// Bytes queued for this call that flow control has not let out yet, plus the connection's whole unsent
-  /// output while that is over ``GRPCServerConfiguration/maxOutboundBytesPerConnection``. A producer should
-  /// hold back (or coalesce) while this grows.
-  public var outboundBufferedBytes: Int {
-    connection?.outboundBufferedBytes(streamID: streamID) ?? 0
-  }
-
-  /// Ends the call with `status` and `trailers` (Trailers-Only when nothing was sent).
-  public func finish(_ status: GRPCStatus, trailers: GRPCMetadata = GRPCMetadata()) {
-    loop.assertInEventLoop()
-    guard !isClosed, let connection else { return }
-    isClosed = true
-    var fields: [HTTP2HeaderField] = []
-    if !headersSent {
-      fields.append(HTTP2HeaderField(":status", "200"))
-      fields.append(HTTP2HeaderField("content-type", "application/grpc"))
-    }
-    fields.append(HTTP2HeaderField("grpc-status", String(status.code.rawValue)))
-    if !status.message.isEmpty {
-      fields.append(HTTP2HeaderField("grpc-message", GRPCPercentEncoding.encode(status.message)))
-    }
-    for field in trailers.headerFields { fields.append(HTTP2HeaderField(field.name, field.value)) }
-    connection.submitHeaders(streamID: streamID, fields, endStream: true)
-  }
-
-  /// Resets the stream (fault injection, or giving up on a slow client).
-  public func reset(errorCode: UInt32 = 8) {
-    loop.assertInEventLoop()
-    guard !isClosed, let connection else { return }
-    isClosed = true
-    connection.resetStream(streamID: streamID, errorCode: errorCode)
-  }
-
-  /// Runs `handler` when the client cancels the call or the connection drops.
-  public func onCancel(_ handler: @escaping () -> Void) {
-    loop.assertInEventLoop()
-    if isClosed { return }
-    cancelHandlers.append(handler)
-  }
-
-  /// Runs `body` on the call's loop after `delay` (cancelled calls still run it; check ``isClosed``).
-  public func schedule(after delay: Duration, _ body: @escaping () -> Void) {
-    loop.assertInEventLoop()
-    loop.scheduleTimer(after: delay, body)
-  }
-
-  /// Runs `body` on the call's loop, from any thread.
-  public func execute(_ body: @escaping @Sendable () -> Void) {
-    loop.execute(body)
-  }
-
-  func cancelledByPeer() {
-    guard !isClosed else { return }
-    isClosed = true
-    let handlers = cancelHandlers
-    cancelHandlers = []
-    for handler in handlers { handler() }
-  }
-}
-
-/// One accepted connection. Confined to the server's loop.
+/// One accepted connection. Confined to its loop (the server's, or one of its group's); what it counts with
+/// the server's other connections goes through ``ServerCore/shared``.
 final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// The client's address (numeric host, no port).
   let peer: String
@@ -160,9 +33,13 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     init(deframer: GRPCMessageDeframer) { self.deframer = deframer }
   }
 
-  unowned let core: ServerCore
+  let core: ServerCore
+  /// The loop it runs on.
+  let loop: EventLoop
+  /// The connections of its loop, which it leaves when it closes.
+  private let registry: LoopBound<ServerConnections>
   let stream: ByteStream
-  /// What the connection's peer holds over all its connections.
+  /// What the connection's peer holds over all its connections (under ``ServerCore/shared``'s lock).
   let usage: PeerUsage
   private var session: HTTP2Session?
   private var requests: [Int32: PendingRequest] = [:]
@@ -204,6 +81,8 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// for kilobytes decoded): past it, reading pauses until its next turn.
   static let headerBytesPerTurn = 1 << 20
   private var calls: [Int32: GRPCServerCall] = [:]
+  /// Calls answered from another loop whose stream has a backlog: after each flush, each gets its new one.
+  private var watchedBacklogs: [Int32: GRPCServerCall] = [:]
   private var flushScheduled = false
   /// Where ``sendMessage(streamID:_:)`` frames a message.
   private var messageScratch: [UInt8] = []
@@ -215,20 +94,22 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// The pending idle check, if any (at most one).
   private var idleTimer: EventLoop.TimerID?
 
-  init(core: ServerCore, stream: ByteStream, peer: String) {
+  init(core: ServerCore, stream: ByteStream, peer: String, usage: PeerUsage, registry: LoopBound<ServerConnections>) {
     self.core = core
+    self.loop = registry.loop
+    self.registry = registry
     self.stream = stream
     self.peer = peer
-    self.usage = core.usage(of: peer)
+    self.usage = usage
   }
 
   func start() {
     stream.delegate = self
     stream.start()
-    handshakeTimer = core.loop.scheduleTimer(after: core.configuration.handshakeTimeout) { [weak self] in
+    handshakeTimer = loop.scheduleTimer(after: core.configuration.handshakeTimeout) { [weak self] in
       guard let self, !self.closed else { return }
       self.handshakeTimer = nil
-      self.core.stats.handshakesTimedOut += 1
+      self.core.shared.count { $0.handshakesTimedOut += 1 }
       self.core.logger.debug(
         "closing a connection that did not complete its handshake",
         metadata: ["peer": "\(self.peer)", "handshake_timeout": "\(self.core.configuration.handshakeTimeout)"])
@@ -299,26 +180,27 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     if let error {
       core.logger.debug("connection closed", metadata: ["error": "\(error)", "open_calls": "\(calls.count)"])
     }
-    if let idleTimer { core.loop.cancelTimer(idleTimer) }
+    for timer in [idleTimer, handshakeTimer, requestTimer, outputStallTimer] {
+      if let timer { loop.cancelTimer(timer) }
+    }
     idleTimer = nil
-    if let handshakeTimer { core.loop.cancelTimer(handshakeTimer) }
     handshakeTimer = nil
-    if let requestTimer { core.loop.cancelTimer(requestTimer) }
     requestTimer = nil
-    if let outputStallTimer { core.loop.cancelTimer(outputStallTimer) }
     outputStallTimer = nil
     readyCalls.removeAll()
     readyCallsHead = 0
     let open = calls
     calls.removeAll()
+    for call in watchedBacklogs.values { call.backlogSeen.store(0, ordering: .relaxed) }
+    watchedBacklogs.removeAll()
     for streamID in Array(requests.keys) { removeRequest(streamID) }
     for streamID in Array(streamHolds.keys) { releaseStream(streamID) }
-    for (_, call) in open {
-      core.stats.openCalls -= 1
-      call.cancelledByPeer()
-    }
+    let openCount = open.count
+    core.shared.count { $0.openCalls -= openCount }
+    for (_, call) in open where !call.connectionEnded { call.closedByPeer() }
     session = nil
-    core.connectionClosed(self)
+    registry.value.connections[ObjectIdentifier(self)] = nil
+    core.connectionClosed(peer: peer)
   }
 
   // MARK: - HTTP/2 events
@@ -335,14 +217,13 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       return
     }
     guard !closeAfterInput else { return }
-    guard core.streamOpened(by: usage) else {
-      endForStreamRate(session)
-      return
-    }
     var headerBytes = 0
     for header in headers { headerBytes += header.name.utf8.count + header.value.utf8.count + 32 }
     turnHeaderBytes += headerBytes
-    holdStream(streamID, headerBytes: headerBytes)
+    guard let held = holdStream(streamID, headerBytes: headerBytes) else {
+      endForStreamRate(session)
+      return
+    }
     let limits = core.configuration
     let maxMessageSize = min(
       limits.maxReceiveMessageSize,
@@ -369,18 +250,18 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       request.failed = GRPCStatus(code: .internalError, message: "not a gRPC request (\(method), \(contentType))")
     }
     requests[streamID] = request
-    if usage.streams > limits.maxStreamsPerPeer {
+    if held.peerStreams > limits.maxStreamsPerPeer {
       refuse(
         streamID, request,
         status: GRPCStatus(
           code: .resourceExhausted, message: "this client has more than \(limits.maxStreamsPerPeer) streams open"))
-    } else if usage.headerBytes > limits.maxHeaderBytesPerPeer {
+    } else if held.peerHeaderBytes > limits.maxHeaderBytesPerPeer {
       refuse(
         streamID, request,
         status: GRPCStatus(
           code: .resourceExhausted,
           message: "this client's open streams hold more than \(limits.maxHeaderBytesPerPeer) bytes of headers"))
-    } else if core.stats.heldHeaderBytes > limits.maxHeaderBytes {
+    } else if held.serverHeaderBytes > limits.maxHeaderBytes {
       refuse(
         streamID, request,
         status: GRPCStatus(
@@ -406,38 +287,60 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       ])
     session.goAway(errorCode: .enhanceYourCalm, debugData: Array("streams opened too fast".utf8))
     closeAfterInput = true
+    core.scheduleSweep()
   }
 
   // MARK: - What streams hold
 
-  /// Counts a newly opened stream and its decoded headers against the peer's and the server's budgets.
-  private func holdStream(_ streamID: Int32, headerBytes: Int) {
-    streamHolds[streamID] = headerBytes
-    usage.streams += 1
-    usage.headerBytes += headerBytes
-    core.headerBytesChanged(by: headerBytes)
+  /// What the peer and the server hold once a stream is counted in.
+  private struct Held {
+    var peerStreams: Int
+    var peerHeaderBytes: Int
+    var serverHeaderBytes: Int
+  }
+
+  /// Counts a newly opened stream against the peer's stream rate, and it and its decoded headers against
+  /// the peer's and the server's budgets; nil when the peer opens streams too fast (nothing is counted).
+  private func holdStream(_ streamID: Int32, headerBytes: Int) -> Held? {
+    let (core, usage) = (core, usage)
+    let held: Held? = core.shared.withLock { state in
+      guard core.streamOpened(by: usage, &state) else { return nil }
+      usage.streams += 1
+      usage.headerBytes += headerBytes
+      state.stats.heldHeaderBytes += headerBytes
+      return Held(
+        peerStreams: usage.streams, peerHeaderBytes: usage.headerBytes, serverHeaderBytes: state.stats.heldHeaderBytes)
+    }
+    if held != nil { streamHolds[streamID] = headerBytes }
+    return held
   }
 
   /// Lets go of the headers `streamID` holds (its request was refused: its metadata is dropped).
   private func releaseHeaders(_ streamID: Int32) {
     guard let held = streamHolds[streamID], held > 0 else { return }
     streamHolds[streamID] = 0
-    usage.headerBytes -= held
-    core.headerBytesChanged(by: -held)
+    let usage = usage
+    core.shared.withLock { state in
+      usage.headerBytes -= held
+      state.stats.heldHeaderBytes -= held
+    }
   }
 
   /// The stream closed: it no longer counts.
   private func releaseStream(_ streamID: Int32) {
     guard let held = streamHolds.removeValue(forKey: streamID) else { return }
-    usage.streams -= 1
-    usage.headerBytes -= held
-    core.headerBytesChanged(by: -held)
+    let usage = usage
+    core.shared.withLock { state in
+      usage.streams -= 1
+      usage.headerBytes -= held
+      state.stats.heldHeaderBytes -= held
+    }
   }
 
   // MARK: - Request deadline
 
   private func scheduleRequestCheck(after delay: Duration) {
-    requestTimer = core.loop.scheduleTimer(after: delay) { [weak self] in
+    requestTimer = loop.scheduleTimer(after: delay) { [weak self] in
       guard let self else { return }
       self.requestTimer = nil
       self.checkRequestDeadlines()
@@ -454,7 +357,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     for (streamID, request) in requests where !request.refused {
       let due = request.startedAt &+ timeout
       if due <= now {
-        core.stats.requestsTimedOut += 1
+        core.shared.count { $0.requestsTimedOut += 1 }
         refuse(
           streamID, request,
           status: GRPCStatus(
@@ -499,18 +402,17 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       refusal = error.status
     }
     if refusal == nil {
-      let held = request.deframer.bufferedBytes + (request.message?.count ?? 0)
-      setHeldBytes(of: request, to: held)
+      let held = setHeldBytesAndCount(of: request, to: request.deframer.bufferedBytes + (request.message?.count ?? 0))
       let limits = core.configuration
       if requestBytes > limits.maxRequestBytesPerConnection {
         refusal = GRPCStatus(
           code: .resourceExhausted,
           message: "the connection's unfinished requests exceed \(limits.maxRequestBytesPerConnection) bytes")
-      } else if usage.requestBytes > limits.maxRequestBytesPerPeer {
+      } else if held.peer > limits.maxRequestBytesPerPeer {
         refusal = GRPCStatus(
           code: .resourceExhausted,
           message: "this client's unfinished requests exceed \(limits.maxRequestBytesPerPeer) bytes")
-      } else if !core.requestBytesWithinLimit {
+      } else if held.server > limits.maxRequestBytes {
         refusal = GRPCStatus(
           code: .resourceExhausted, message: "the server's unfinished requests exceed \(limits.maxRequestBytes) bytes")
       }
@@ -532,7 +434,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     request.deframer = GRPCMessageDeframer(maxMessageSize: 0)
     setHeldBytes(of: request, to: 0)
     releaseHeaders(streamID)
-    core.stats.requestsRefused += 1
+    core.shared.count { $0.requestsRefused += 1 }
     core.logger.debug(
       "refused a request while it arrived",
       metadata: ["stream": "\(streamID)", "path": "\(request.path)", "status": "\(status)"])
@@ -546,21 +448,35 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     submitHeaders(streamID: streamID, fields, endStream: true)
     // Not now: nghttp2 drops a stream's queued HEADERS once RST_STREAM is submitted for it. The flush
     // submitHeaders scheduled runs first (tasks run in order) and sends the HEADERS; then the reset.
-    core.loop.executeSoon { [weak self] in
+    loop.executeSoon { [weak self] in
       guard let self else { return }
       self.session?.resetStream(streamID, errorCode: .noError)
       self.scheduleFlush()
     }
   }
 
-  /// Sets what `request` holds, keeping the connection's and the server's counts in step.
+  /// Sets what `request` holds, keeping the connection's, the peer's and the server's counts in step.
   private func setHeldBytes(of request: PendingRequest, to bytes: Int) {
+    guard bytes != request.heldBytes else { return }
+    setHeldBytesAndCount(of: request, to: bytes)
+  }
+
+  /// ``setHeldBytes(of:to:)``, returning what the peer's and the server's requests hold now.
+  @discardableResult
+  private func setHeldBytesAndCount(of request: PendingRequest, to bytes: Int) -> (peer: Int, server: Int) {
     let delta = bytes - request.heldBytes
-    guard delta != 0 else { return }
     request.heldBytes = bytes
     requestBytes += delta
-    usage.requestBytes += delta
-    core.requestBytesChanged(by: delta)
+    let usage = usage
+    return core.shared.withLock { state in
+      if delta != 0 {
+        usage.requestBytes += delta
+        state.stats.bufferedRequestBytes += delta
+        state.stats.peakBufferedRequestBytes = max(
+          state.stats.peakBufferedRequestBytes, state.stats.bufferedRequestBytes)
+      }
+      return (usage.requestBytes, state.stats.bufferedRequestBytes)
+    }
   }
 
   /// Forgets the request of `streamID`, releasing what it held.
@@ -584,33 +500,57 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     let call = GRPCServerCall(
       path: request.path, requestMetadata: request.metadata, authority: request.authority,
       request: request.message ?? [], timeout: request.timeout, peerAddress: peer, loop: core.loop, connection: self,
-      streamID: streamID)
+      connectionLoop: loop, streamID: streamID)
     calls[streamID] = call
     idleSince = nil
-    core.stats.callsStarted += 1
-    core.stats.openCalls += 1
+    core.shared.count {
+      $0.callsStarted += 1
+      $0.openCalls += 1
+    }
     if let failed = request.failed {
-      call.finish(failed)
+      answer(call, failed)
     } else if request.message == nil || request.deframer.hasPartialMessage {
-      call.finish(GRPCStatus(code: .internalError, message: "the request message is missing or incomplete"))
+      answer(call, GRPCStatus(code: .internalError, message: "the request message is missing or incomplete"))
     } else {
       readyCalls.append(call)
     }
     scheduleFlush()
   }
 
+  /// Ends a call the service never sees (a request it cannot serve) with a Trailers-Only `status`.
+  private func answer(_ call: GRPCServerCall, _ status: GRPCStatus) {
+    call.connectionEnded = true
+    submitHeaders(
+      streamID: call.streamID, GRPCServerCall.trailerFields(status, GRPCMetadata(), headersSent: false), endStream: true
+    )
+  }
+
   // MARK: - Handing calls to the service
 
   /// Hands up to ``callsPerTurn`` ready calls to the service, skipping those the client reset meanwhile. With
   /// more waiting, reading pauses and the rest go on the next loop turn (a timer: timers run after the loop
-  /// has handled the other sockets' events).
+  /// has handled the other sockets' events). A service on another loop gets them there, in one hand-over.
   private func dispatchReadyCalls() {
+    var handOver: [GRPCServerCall] = []
     while readyCallsHead < readyCalls.count, turnCalls < Self.callsPerTurn, !closed {
       let call = readyCalls[readyCallsHead]
       readyCallsHead += 1
-      guard !call.isClosed else { continue }
+      guard !call.connectionEnded else { continue }
       turnCalls += 1
-      core.service.handle(call)
+      if call.crossesLoops {
+        handOver.append(call)
+      } else {
+        core.service.handle(call)
+      }
+    }
+    if !handOver.isEmpty {
+      let (service, calls) = (core.service, LoopBound(unchecked: handOver, loop: core.loop))
+      core.loop.execute {
+        // A call whose stream closed meanwhile (the client reset it) never reaches the service.
+        for call in calls.value where !call.isClosed && !call.closedOnConnection.load(ordering: .acquiring) {
+          service.handle(call)
+        }
+      }
     }
     if readyCallsHead == readyCalls.count {
       readyCalls.removeAll(keepingCapacity: readyCalls.count <= 1024)
@@ -630,7 +570,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     }
     guard !turnScheduled else { return }
     turnScheduled = true
-    core.loop.scheduleTimer(after: .zero) { [weak self] in
+    loop.scheduleTimer(after: .zero) { [weak self] in
       guard let self, !self.closed else { return }
       self.turnScheduled = false
       self.turnHeaderBytes = 0
@@ -652,7 +592,9 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     // stream against the peer's rate.
     turnHeaderBytes += size
     // Trailers of a stream already counted take no second token.
-    guard !closeAfterInput, streamHolds[streamID] == nil, !core.streamOpened(by: usage) else { return }
+    guard !closeAfterInput, streamHolds[streamID] == nil else { return }
+    let (core, usage) = (core, usage)
+    guard !core.shared.withLock({ core.streamOpened(by: usage, &$0) }) else { return }
     endForStreamRate(session)
   }
 
@@ -671,18 +613,20 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     releaseStream(streamID)
     defer { becameIdleIfNoStreams() }
     guard let call = calls.removeValue(forKey: streamID) else { return }
-    core.stats.openCalls -= 1
-    if !call.isClosed {
-      core.stats.callsCancelledByClient += 1
-      call.cancelledByPeer()
+    if watchedBacklogs.removeValue(forKey: streamID) != nil { call.backlogSeen.store(0, ordering: .relaxed) }
+    let cancelled = !call.connectionEnded
+    core.shared.count {
+      $0.openCalls -= 1
+      if cancelled { $0.callsCancelledByClient += 1 }
     }
+    if cancelled { call.closedByPeer() }
   }
 
   // MARK: - Handshake deadline
 
   func session(_ session: HTTP2Session, didReceiveSettings settings: HTTP2RemoteSettings) {
     guard let handshakeTimer else { return }
-    core.loop.cancelTimer(handshakeTimer)
+    loop.cancelTimer(handshakeTimer)
     self.handshakeTimer = nil
   }
 
@@ -697,7 +641,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   private func scheduleIdleCheck(after delay: Duration) {
-    idleTimer = core.loop.scheduleTimer(after: delay) { [weak self] in
+    idleTimer = loop.scheduleTimer(after: delay) { [weak self] in
       guard let self else { return }
       self.idleTimer = nil
       self.checkIdle()
@@ -713,7 +657,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       &+ UInt64(timeout.components.attoseconds / 1_000_000_000)
     let idleFor = monotonicNanoseconds() &- idleSince
     if idleFor >= timeoutNanos {
-      core.stats.connectionsClosedIdle += 1
+      core.shared.count { $0.connectionsClosedIdle += 1 }
       core.logger.debug("closing an idle connection", metadata: ["idle_timeout": "\(timeout)"])
       guard session != nil else {
         drop()
@@ -722,7 +666,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       goAway()
       // Requests still arriving keep the connection open after GOAWAY until they end or their deadline
       // refuses them; past that, it is closed whatever the client does.
-      core.loop.scheduleTimer(after: core.configuration.requestTimeout + .seconds(1)) { [weak self] in
+      loop.scheduleTimer(after: core.configuration.requestTimeout + .seconds(1)) { [weak self] in
         guard let self, self.calls.isEmpty else { return }
         self.drop()
       }
@@ -763,7 +707,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
 
   func resetStream(streamID: Int32, errorCode: UInt32) {
     session?.resetStream(streamID, errorCode: HTTP2ErrorCode(rawValue: errorCode))
-    core.stats.streamsReset += 1
+    core.shared.count { $0.streamsReset += 1 }
     scheduleFlush()
   }
 
@@ -777,6 +721,22 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// Sends GOAWAY(NO_ERROR). What was queued before it (a health watcher's NOT_SERVING, a stream's last
   /// messages) is written first: nghttp2 sends control frames ahead of pending DATA, so a GOAWAY
   /// submitted in the same flush would overtake them.
+  /// Starts reporting the backlog of `call`'s stream to its service on another loop, and reports it now.
+  func watchBacklog(of call: GRPCServerCall) {
+    let backlog = outboundBufferedBytes(streamID: call.streamID)
+    call.backlogSeen.store(backlog, ordering: .relaxed)
+    if backlog > 0 { watchedBacklogs[call.streamID] = call }
+  }
+
+  /// Reports each watched backlog anew; those that emptied are no longer watched.
+  private func reportBacklogs() {
+    for (streamID, call) in watchedBacklogs {
+      let backlog = outboundBufferedBytes(streamID: streamID)
+      call.backlogSeen.store(backlog, ordering: .relaxed)
+      if backlog == 0 { watchedBacklogs[streamID] = nil }
+    }
+  }
+
   func goAway() {
     guard let session else { return }
     flushNow()
@@ -793,7 +753,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private func scheduleFlush() {
     guard !flushScheduled else { return }
     flushScheduled = true
-    core.loop.executeSoon { [weak self] in
+    loop.executeSoon { [weak self] in
       guard let self else { return }
       self.flushScheduled = false
       self.flushNow()
@@ -809,15 +769,16 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     guard let session, stream.isOpen else { return }
     let backedUp = stream.writeOutput(of: session, limit: core.configuration.maxOutboundBytesPerConnection)
     guard stream.isOpen else { return }
-    if backedUp {
-      if !pausedForOutput {
-        pausedForOutput = true
-        core.stats.readPauses += 1
-        updateReading()
-        startOutputStallTimer()
-      }
-      return
+    if backedUp && !pausedForOutput {
+      pausedForOutput = true
+      core.shared.count { $0.readPauses += 1 }
+      updateReading()
+      startOutputStallTimer()
+      // Every stream's backlog now includes the connection's: services on another loop hear it.
+      for call in calls.values where call.crossesLoops && !call.connectionEnded { watchBacklog(of: call) }
     }
+    if !watchedBacklogs.isEmpty { reportBacklogs() }
+    if backedUp { return }
     if !session.wantsRead && !session.wantsWrite {
       stream.close(error: nil)
     }
@@ -826,7 +787,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   func byteStreamDidDrainOutput(_ stream: ByteStream) {
     if pausedForOutput {
       pausedForOutput = false
-      if let outputStallTimer { core.loop.cancelTimer(outputStallTimer) }
+      if let outputStallTimer { loop.cancelTimer(outputStallTimer) }
       outputStallTimer = nil
       updateReading()
     }
@@ -837,11 +798,11 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// client reads nothing) is closed: it would otherwise hold its output, its streams and a connection slot
   /// for as long as the client keeps it open.
   private func startOutputStallTimer() {
-    if let outputStallTimer { core.loop.cancelTimer(outputStallTimer) }
-    outputStallTimer = core.loop.scheduleTimer(after: core.configuration.outputStallTimeout) { [weak self] in
+    if let outputStallTimer { loop.cancelTimer(outputStallTimer) }
+    outputStallTimer = loop.scheduleTimer(after: core.configuration.outputStallTimeout) { [weak self] in
       guard let self, !self.closed, self.pausedForOutput else { return }
       self.outputStallTimer = nil
-      self.core.stats.connectionsStalled += 1
+      self.core.shared.count { $0.connectionsStalled += 1 }
       self.core.logger.debug(
         "closing a connection that read none of its output",
         metadata: ["peer": "\(self.peer)", "timeout": "\(self.core.configuration.outputStallTimeout)"])

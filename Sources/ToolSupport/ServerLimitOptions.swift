@@ -78,6 +78,14 @@ package struct ServerLimitOptions: ParsableArguments {
     help: "Seconds a connection's output may stay backed up (its client reads nothing) before it is closed.")
   package var outputStallTimeout = 60.0
 
+  @Option(
+    name: .customLong("server-loops"),
+    help: """
+      Threads the connections run on (TLS, HTTP/2, header decoding, these bounds), spread round robin; the \
+      service runs on one more. 0: one per core. Default 1: the connections share the service's thread.
+      """)
+  package var serverLoops = 1
+
   package init() {}
 
   package func validate() throws {
@@ -93,6 +101,7 @@ package struct ServerLimitOptions: ParsableArguments {
       ("--max-outbound-bytes", maxOutboundBytes),
     ]
     for (flag, value) in counts where value <= 0 { throw ValidationError("\(flag) must be > 0") }
+    guard serverLoops >= 0, serverLoops <= 1024 else { throw ValidationError("--server-loops must be 0 to 1024") }
     guard streamOpensPerSecond > 0, streamOpensPerSecond.isFinite else {
       throw ValidationError("--stream-opens-per-second must be > 0")
     }
@@ -123,6 +132,8 @@ package struct ServerLimitOptions: ParsableArguments {
     configuration.maxRequestBytes = maxRequestBytes
     configuration.maxOutboundBytesPerConnection = maxOutboundBytes
     configuration.outputStallTimeout = Self.duration(outputStallTimeout)
+    let loops = serverLoops == 0 ? GRPCEventLoopGroup.coreCount : serverLoops
+    configuration.eventLoopGroup = loops > 1 ? GRPCEventLoopGroup(loopCount: loops, name: "server-loop") : nil
   }
 
   private static func duration(_ seconds: Double) -> Duration {

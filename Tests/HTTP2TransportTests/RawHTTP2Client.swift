@@ -36,6 +36,10 @@ final class RawHTTP2Client: HTTP2SessionDelegate {
   private var session: HTTP2Session!
   private var outbound: [UInt8] = []
   private(set) var events = RawClientEvents()
+  /// Whether DATA payloads are kept (``keptData``), besides being counted.
+  var keepsData = false
+  /// Each stream's DATA payloads, in order, while ``keepsData`` is set.
+  private(set) var keptData: [Int32: [UInt8]] = [:]
 
   /// Connects to 127.0.0.1:`port` from `source` (another loopback address is another peer to the server)
   /// and queues the connection preface and SETTINGS, unless `handshake` is false (a client that sends nothing).
@@ -207,6 +211,7 @@ final class RawHTTP2Client: HTTP2SessionDelegate {
 
   func session(_ session: HTTP2Session, didReceiveData data: UnsafeRawBufferPointer, streamID: Int32) {
     events.dataBytes[streamID, default: 0] += data.count
+    if keepsData { keptData[streamID, default: []].append(contentsOf: data) }
     session.consume(streamID: streamID, bytes: data.count)
   }
 

@@ -82,7 +82,7 @@ private func withBoundsServer<R>(
 }
 
 /// Polls `condition` every 10 ms until it holds or `timeout` passes.
-private func within(_ timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
+func within(_ timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
   let clock = ContinuousClock()
   let end = clock.now.advanced(by: timeout)
   while true {
