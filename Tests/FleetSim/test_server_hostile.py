@@ -45,6 +45,10 @@ UNARY_GET_TRIP = "/maps.fleetengine.v1.TripService/GetTrip"
 STREAMING_GET_TRIP = "/journeysharing.v1.TripStreamService/GetTrip"
 UNKNOWN_METHOD = "/x.Y/Z"  # no per-method request limit: only the request budgets and the request timeout
 ATTACKER = "127.0.0.2"
+# fleetsim runs its connections on two loops (its service on a third): the attacks reach connections on both,
+# and the per-peer budgets they test are counted over both. The single-loop server is attacked the same ways in
+# Tests/HTTP2TransportTests/ServerBoundsTests.swift.
+SERVER_LOOPS = ("--server-loops", 2)
 RSS_LIMIT_MIB = 256
 # Every legit call carries this gRPC deadline and must end OK within it. The attacks the server did not withstand
 # made legit calls fail (RESOURCE_EXHAUSTED, UNAVAILABLE) or take 3.8 s; the ones it withstands take 0.01 to 0.4 s
@@ -527,7 +531,7 @@ def test_request_byte_starvation(fsim_start, fsim_pb, path):
     per-connection and per-peer request budgets refuse what goes over them (RESOURCE_EXHAUSTED) and the request
     timeout ends the rest (DEADLINE_EXCEEDED)."""
     request_timeout, attack_seconds = 2, 3
-    server = fsim_start("--trips", 20, "--request-timeout", request_timeout)
+    server = fsim_start(*SERVER_LOOPS, "--trips", 20, "--request-timeout", request_timeout)
     length = (4 << 20) - 1
     announce, body = b"\x00" + struct.pack(">I", length), bytes(256 << 10)
     with Monitor(server.process.pid) as monitor, LegitCalls(server.address, fsim_pb) as legit:
@@ -582,7 +586,7 @@ def test_slowloris_idle_connections(fsim_start, fsim_pb):
     """1,030 connections from one address that send nothing: those beyond the per-peer cap are closed at once,
     the rest when the handshake timeout passes."""
     handshake_timeout = 3
-    server = fsim_start("--trips", 20, "--handshake-timeout", handshake_timeout)
+    server = fsim_start(*SERVER_LOOPS, "--trips", 20, "--handshake-timeout", handshake_timeout)
     with Monitor(server.process.pid) as monitor, LegitCalls(server.address, fsim_pb) as legit:
         wires, failed = connect_many(port_of(server.address), 1030, preface=False, silent=True)
         connected = time.monotonic()
@@ -604,7 +608,7 @@ def test_slowloris_unfinished_headers(fsim_start, fsim_pb):
     """1,030 connections that each send the preface, SETTINGS and one request's HEADERS, then nothing: beyond
     the per-peer cap they are closed at once; the others' requests time out (DEADLINE_EXCEEDED), after which
     the connections are idle and closed."""
-    server = fsim_start("--trips", 20, "--handshake-timeout", 2, "--request-timeout", 2, "--idle-timeout", 3)
+    server = fsim_start(*SERVER_LOOPS, "--trips", 20, "--handshake-timeout", 2, "--request-timeout", 2, "--idle-timeout", 3)
     blob = client_preface() + frame(HEADERS, END_HEADERS, 1, hpack.Encoder().encode(request_headers(UNARY_GET_TRIP)))
     with Monitor(server.process.pid) as monitor, LegitCalls(server.address, fsim_pb) as legit:
         started = time.monotonic()
@@ -625,7 +629,7 @@ def test_hpack_header_bomb(fsim_start, fsim_pb):
     """60 connections × 1,000 streams of HEADERS, never ended, each with a 3.8 KB header the encoder puts in the
     dynamic table once and then names by index: 1.1 MB on the wire that decode to 250 MB of header lists. The
     header budgets (per peer, server-wide) refuse what goes over them."""
-    server = fsim_start("--trips", 20, "--request-timeout", 2)
+    server = fsim_start(*SERVER_LOOPS, "--trips", 20, "--request-timeout", 2)
     encoder = hpack.Encoder()
     headers = request_headers(UNARY_GET_TRIP, ("x-bomb", "b" * 3800))
     first, repeat = encoder.encode(headers), encoder.encode(headers)
@@ -660,7 +664,7 @@ def test_non_reading_client_pipelining_unary_calls(fsim_start, fsim_pb, seconds)
     # 900 a second: under --stream-opens-per-second (1000), and (answered within a second) under
     # SETTINGS_MAX_CONCURRENT_STREAMS (1000), which a client that never reads cannot otherwise keep track of.
     rate = 900
-    server = fsim_start("--trips", 20)
+    server = fsim_start(*SERVER_LOOPS, "--trips", 20)
     messages = [grpc_message(fsim_pb.GetTripRequest(name=trip_name(i)).SerializeToString()) for i in range(20)]
     headers = request_headers(UNARY_GET_TRIP)
     with Monitor(server.process.pid) as monitor, LegitCalls(server.address, fsim_pb) as legit:
@@ -697,7 +701,7 @@ def test_non_reading_client_pipelining_unary_calls(fsim_start, fsim_pb, seconds)
 def test_non_reading_client_streaming_calls(fsim_start, fsim_pb, seconds):
     """2 connections × 500 streaming GetTrip calls, updates every 0.25 s, with the largest windows and never
     read: the server's output to them stays bounded."""
-    server = fsim_start("--trips", 20, "--speedup", 5, "--update-interval", 0.25)
+    server = fsim_start(*SERVER_LOOPS, "--trips", 20, "--speedup", 5, "--update-interval", 0.25)
     messages = [grpc_message(fsim_pb.StreamTripRequest(name=trip_name(i)).SerializeToString()) for i in range(20)]
     headers = request_headers(STREAMING_GET_TRIP)
     with Monitor(server.process.pid) as monitor, LegitCalls(server.address, fsim_pb) as legit:
@@ -723,7 +727,7 @@ def test_non_reading_client_streaming_calls(fsim_start, fsim_pb, seconds):
 def test_rapid_reset_with_reconnects(fsim_start, fsim_pb, seconds):
     """Two attackers open unary GetTrip streams and reset them at once (HEADERS, DATA, RST_STREAM), as fast as
     they can; when the server ends a connection they open the next at once."""
-    server = fsim_start("--trips", 20)
+    server = fsim_start(*SERVER_LOOPS, "--trips", 20)
     port = port_of(server.address)
     message = grpc_message(fsim_pb.GetTripRequest(name=trip_name(0)).SerializeToString())
     headers = request_headers(UNARY_GET_TRIP)
@@ -836,7 +840,7 @@ def scrape(url: str) -> tuple[float, str]:
 def test_metrics_slowloris(fsim_start):
     """Four clients trickle a request to /metrics one byte every 1.5 s (starting over when the server closes
     them); meanwhile every scrape (1 s timeout) succeeds."""
-    server = fsim_start("--trips", 20, "--metrics-listen", "127.0.0.1:0")
+    server = fsim_start(*SERVER_LOOPS, "--trips", 20, "--metrics-listen", "127.0.0.1:0")
     line = server.process.stdout.readline()
     assert line.startswith("metrics on "), line
     metrics_address = line.strip()[len("metrics on "):]
