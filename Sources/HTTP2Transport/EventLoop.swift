@@ -165,11 +165,10 @@ package final class EventLoop: @unchecked Sendable {
   @discardableResult
   package func scheduleTimer(after delay: Duration, _ body: @escaping () -> Void) -> TimerID {
     assertInEventLoop()
-    let nanos = max(0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
     let id = nextTimerID
     nextTimerID += 1
     timerCallbacks[id] = body
-    pushTimer(Timer(deadline: Primitives.monotonicNanoseconds() &+ UInt64(nanos), id: id))
+    pushTimer(Timer(deadline: Primitives.monotonicNanoseconds() &+ delay.nonNegativeNanoseconds, id: id))
     return id
   }
 

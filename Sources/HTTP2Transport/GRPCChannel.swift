@@ -219,9 +219,8 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     }
     var deadline: UInt64?
     if let timeout = options.timeout {
-      let nanos = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-      deadline = monotonicNanoseconds() &+ UInt64(max(0, nanos))
-      if nanos <= 0 { deadline = 0 }
+      let nanos = timeout.nonNegativeNanoseconds
+      deadline = nanos == 0 ? 0 : monotonicNanoseconds() &+ nanos
     }
     let encoding = serverEncodings.negotiate(options.compression ?? configuration.compression.requestEncoding)
     var single: [UInt8]?

@@ -2,6 +2,7 @@
 
 public import GRPCProtocol
 public import HTTP2Session
+import Primitives
 
 /// How a ``GRPCChannel`` reaches its target and manages connections.
 public struct GRPCChannelConfiguration: Sendable {
@@ -129,20 +130,16 @@ public struct ConnectionBackoff: Sendable, Hashable {
 
   /// The un-jittered delay before attempt `retry` (1 for the first retry).
   public func baseDelay(retry: Int) -> Duration {
-    let initial = Self.seconds(initialBackoff)
-    let capped = min(initial * pow(multiplier, Double(max(0, retry - 1))), Self.seconds(maxBackoff))
+    let initial = initialBackoff.inSeconds
+    let capped = min(initial * pow(multiplier, Double(max(0, retry - 1))), maxBackoff.inSeconds)
     return .nanoseconds(Int64(capped * 1e9))
   }
 
   /// The delay before attempt `retry`, with jitter drawn from `generator`.
   public func delay(retry: Int, using generator: inout some RandomNumberGenerator) -> Duration {
-    let base = Self.seconds(baseDelay(retry: retry))
+    let base = baseDelay(retry: retry).inSeconds
     let factor = jitter == 0 ? 1 : Double.random(in: (1 - jitter)...(1 + jitter), using: &generator)
     return .nanoseconds(Int64(base * factor * 1e9))
-  }
-
-  static func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
   }
 
   private func pow(_ base: Double, _ exponent: Double) -> Double {

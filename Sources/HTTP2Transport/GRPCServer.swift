@@ -648,7 +648,7 @@ final class ServerCore: EventLoopHandler, @unchecked Sendable {
   func streamOpened(by usage: PeerUsage, _ state: inout ServerShared.State) -> Bool {
     let now = monotonicNanoseconds()
     guard usage.streamOpens.take(at: now) else {
-      usage.penaltyUntil = now &+ UInt64(max(0, configuration.peerPenalty.saturatingNanoseconds))
+      usage.penaltyUntil = now &+ configuration.peerPenalty.nonNegativeNanoseconds
       state.stats.connectionsRateLimited += 1
       return false
     }

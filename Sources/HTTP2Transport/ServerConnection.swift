@@ -67,6 +67,8 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private var turnHeaderBytes = 0
   /// Calls handed to the service since the connection's last turn began.
   private var turnCalls = 0
+  /// Calls handed to a service on another loop that it has not taken yet (at most one hand-over at a time).
+  private var handOverPending = false
   /// When the connection's output backed up (monotonic nanoseconds), while it is; its stall timer.
   private var outputStallTimer: EventLoop.TimerID?
   /// Input read but not yet given to the session: what a turn ended before (at most one read's worth).
@@ -351,7 +353,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// next one's is due.
   private func checkRequestDeadlines() {
     guard !closed else { return }
-    let timeout = UInt64(max(0, core.configuration.requestTimeout.saturatingNanoseconds))
+    let timeout = core.configuration.requestTimeout.nonNegativeNanoseconds
     let now = monotonicNanoseconds()
     var nextDue: UInt64?
     for (streamID, request) in requests where !request.refused {
@@ -532,7 +534,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// has handled the other sockets' events). A service on another loop gets them there, in one hand-over.
   private func dispatchReadyCalls() {
     var handOver: [GRPCServerCall] = []
-    while readyCallsHead < readyCalls.count, turnCalls < Self.callsPerTurn, !closed {
+    while readyCallsHead < readyCalls.count, turnCalls < Self.callsPerTurn, !closed, !handOverPending {
       let call = readyCalls[readyCallsHead]
       readyCallsHead += 1
       guard !call.connectionEnded else { continue }
@@ -544,12 +546,17 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       }
     }
     if !handOver.isEmpty {
+      // One hand-over at a time: the next waits until the service has taken this one, so that a connection
+      // with thousands of ready calls queues at most a turn's worth on the service's loop, ahead of the others.
+      handOverPending = true
       let (service, calls) = (core.service, LoopBound(unchecked: handOver, loop: core.loop))
+      let connection = LoopBound(unchecked: self, loop: loop)
       core.loop.execute {
         // A call whose stream closed meanwhile (the client reset it) never reaches the service.
         for call in calls.value where !call.isClosed && !call.closedOnConnection.load(ordering: .acquiring) {
           service.handle(call)
         }
+        connection.loop.execute { connection.value.serviceTookHandOver() }
       }
     }
     if readyCallsHead == readyCalls.count {
@@ -568,7 +575,19 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       pausedForTurn = true
       updateReading()
     }
-    guard !turnScheduled else { return }
+    // While a hand-over is with the service, its acknowledgement schedules the next turn.
+    guard !turnScheduled, !handOverPending else { return }
+    scheduleTurn()
+  }
+
+  /// The service took the last hand-over: the connection's next turn may hand over more.
+  private func serviceTookHandOver() {
+    handOverPending = false
+    guard !closed, pausedForTurn, !turnScheduled else { return }
+    scheduleTurn()
+  }
+
+  private func scheduleTurn() {
     turnScheduled = true
     loop.scheduleTimer(after: .zero) { [weak self] in
       guard let self, !self.closed else { return }
@@ -652,9 +671,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// otherwise check again when the current idle period would reach it.
   private func checkIdle() {
     guard !closed, let timeout = core.configuration.idleTimeout, let idleSince else { return }
-    let timeoutNanos =
-      UInt64(timeout.components.seconds) &* 1_000_000_000
-      &+ UInt64(timeout.components.attoseconds / 1_000_000_000)
+    let timeoutNanos = timeout.nonNegativeNanoseconds
     let idleFor = monotonicNanoseconds() &- idleSince
     if idleFor >= timeoutNanos {
       core.shared.count { $0.connectionsClosedIdle += 1 }

@@ -157,14 +157,14 @@ public final class ServiceAccountTokenProvider: AuthorizationProvider, CustomStr
   /// The token granting `tripID` (`*`: every trip), cached or minted now.
   func token(forTrip tripID: String) throws(ServiceAccountKeyError) -> String {
     let now = clock()
-    let margin = Self.seconds(renewalMargin)
+    let margin = renewalMargin.inSeconds
     if let cached = cache.withLock({ $0.byTrip[tripID] }), cached.expiresAt - margin > now {
       return cached.token
     }
     // Minting runs outside the lock: two trips' first tokens are signed in parallel, and a
     // race for the same trip costs one signature more, never a wrong token.
     let issuedAt = now.rounded(.down)
-    let expiresAt = issuedAt + Self.seconds(lifetime)
+    let expiresAt = issuedAt + lifetime.inSeconds
     let claims = JWTClaims(
       issuer: key.clientEmail, subject: key.clientEmail, audience: [audience], expiresAt: expiresAt,
       issuedAt: issuedAt, authorization: ["tripid": .string(tripID)])
@@ -182,10 +182,6 @@ public final class ServiceAccountTokenProvider: AuthorizationProvider, CustomStr
   /// `ServiceAccountTokenProvider(<email>, key <id>, scope trip)`: never the key.
   public var description: String {
     "ServiceAccountTokenProvider(\(key.clientEmail), key \(key.privateKeyID), scope \(scope.rawValue))"
-  }
-
-  private static func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
   }
 }
 

@@ -83,7 +83,7 @@ package final class JetStreamPublisher: Sendable {
       pointer, connection: connection, jetStream: nil, label: "JetStream publisher acks")
     registryID = id
     replyPrefix = Array("\(prefix).".utf8)
-    let expiry = UInt64(clamping: timeout.saturatingNanoseconds)
+    let expiry = timeout.nonNegativeNanoseconds
     sweeper = Task { [acks] in
       while !Task.isCancelled {
         try? await Task.sleep(for: .milliseconds(250))
@@ -191,7 +191,7 @@ package final class JetStreamPublisher: Sendable {
   /// Waits (on the pool thread) while `maxPending` publishes wait for their ack; false after the timeout.
   private func waitForRoom() -> Bool {
     guard acks.count >= maxPending else { return true }
-    let deadline = monotonicNanoseconds() &+ UInt64(clamping: timeout.saturatingNanoseconds)
+    let deadline = monotonicNanoseconds() &+ timeout.nonNegativeNanoseconds
     while acks.count >= maxPending {
       if monotonicNanoseconds() >= deadline || state.withLock({ $0.closed }) { return false }
       usleep(500)

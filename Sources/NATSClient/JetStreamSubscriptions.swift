@@ -63,7 +63,7 @@ extension JetStream {
               request.Batch = 1
               request.NoWait = true
               // How long to wait for the server's answer (it answers at once).
-              request.Expires = Int64(clamping: timeout.saturatingNanoseconds)
+              request.Expires = timeout.saturatingNanoseconds
               status = natsSubscription_FetchRequest(&list, handle.pointer, &request)
             }
             if status != NATS_OK {

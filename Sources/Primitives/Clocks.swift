@@ -33,4 +33,22 @@ extension Duration {
     let (sum, overflowAdding) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
     return overflowAdding ? (seconds < 0 ? .min : .max) : sum
   }
+
+  /// The duration in whole nanoseconds, 0 for a negative one, saturating at `UInt64`'s maximum: for deadlines
+  /// on the monotonic clock.
+  package var nonNegativeNanoseconds: UInt64 {
+    UInt64(clamping: saturatingNanoseconds)
+  }
+
+  /// The duration in seconds.
+  package var inSeconds: Double {
+    Double(components.seconds) + Double(components.attoseconds) / 1e18
+  }
+
+  /// `seconds` seconds, for values computed at run time: negative and NaN become zero, more than 9e9 s
+  /// (and infinity) become 9e9 s, where `Duration.seconds(_:)` would trap.
+  package static func clampedSeconds(_ seconds: Double) -> Duration {
+    guard seconds > 0 else { return .zero }
+    return .nanoseconds(Int64(min(seconds, 9e9) * 1e9))
+  }
 }

@@ -40,7 +40,7 @@ package enum CredentialFile {
     var info = stat()
     guard fstat(fd, &info) == 0 else { throw CredentialFileError("cannot read \(what) \(path): \(describe(errno))") }
     try checkKind(info, path: path, what: what, maxBytes: maxBytes)
-    let deadline = monotonicNanoseconds() &+ UInt64(max(0, timeout.saturatingNanoseconds))
+    let deadline = monotonicNanoseconds() &+ timeout.nonNegativeNanoseconds
     // Read to the end, whatever the size said: a file that grew since is read whole or refused, never cut.
     var bytes = [UInt8](repeating: 0, count: min(maxBytes, max(Int(info.st_size), 4096)) + 1)
     var count = 0

@@ -212,7 +212,7 @@ private final class AcceptLoop: Sendable {
       close(listenFD)
       close(wakeReadFD)
     }
-    let timeout = UInt64(max(0, requestTimeout.saturatingNanoseconds))
+    let timeout = requestTimeout.nonNegativeNanoseconds
     var fds: [pollfd] = []
     while true {
       fds.removeAll(keepingCapacity: true)

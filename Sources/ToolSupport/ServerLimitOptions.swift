@@ -5,6 +5,7 @@
 
 package import ArgumentParser
 package import HTTP2Transport
+import Primitives
 
 /// The deadlines and budgets of a listening server (``GRPCServerConfiguration``'s), as flags.
 package struct ServerLimitOptions: ParsableArguments {
@@ -121,9 +122,9 @@ package struct ServerLimitOptions: ParsableArguments {
     configuration.maxConnectionsPerPeer = maxConnectionsPerPeer
     configuration.maxStreamsPerPeer = maxStreamsPerPeer
     configuration.streamOpensPerSecondPerPeer = streamOpensPerSecond
-    configuration.handshakeTimeout = Self.duration(handshakeTimeout)
-    configuration.requestTimeout = Self.duration(requestTimeout)
-    configuration.idleTimeout = idleTimeout > 0 ? Self.duration(idleTimeout) : nil
+    configuration.handshakeTimeout = Duration.clampedSeconds(handshakeTimeout)
+    configuration.requestTimeout = Duration.clampedSeconds(requestTimeout)
+    configuration.idleTimeout = idleTimeout > 0 ? Duration.clampedSeconds(idleTimeout) : nil
     configuration.maxHeaderListSize = maxHeaderListSize
     configuration.maxHeaderBytes = maxHeaderBytes
     configuration.maxHeaderBytesPerPeer = maxPeerHeaderBytes
@@ -131,12 +132,8 @@ package struct ServerLimitOptions: ParsableArguments {
     configuration.maxRequestBytesPerPeer = maxPeerRequestBytes
     configuration.maxRequestBytes = maxRequestBytes
     configuration.maxOutboundBytesPerConnection = maxOutboundBytes
-    configuration.outputStallTimeout = Self.duration(outputStallTimeout)
+    configuration.outputStallTimeout = Duration.clampedSeconds(outputStallTimeout)
     let loops = serverLoops == 0 ? GRPCEventLoopGroup.coreCount : serverLoops
     configuration.eventLoopGroup = loops > 1 ? GRPCEventLoopGroup(loopCount: loops, name: "server-loop") : nil
-  }
-
-  private static func duration(_ seconds: Double) -> Duration {
-    .nanoseconds(Int64(min(seconds, 1e9) * 1e9))
   }
 }

@@ -315,7 +315,7 @@ final class FollowWorkQueue: LeaseKeeper {
 
   /// Every 100 ms: leases not confirmed for AckWait less the margin are lost.
   private func expiryLoop() async {
-    let limit = UInt64(clamping: (configuration.ackWait - leaseMargin).saturatingNanoseconds)
+    let limit = (configuration.ackWait - leaseMargin).nonNegativeNanoseconds
     while !Task.isCancelled {
       try? await Task.sleep(for: .milliseconds(100))
       let now = monotonicNanoseconds()

@@ -180,7 +180,7 @@ final class FollowedTrip: TripObserver, @unchecked Sendable {
         permissionErrorSince = now
         return
       }
-      guard now &- since >= UInt64(clamping: configuration.permissionGrace.saturatingNanoseconds) else { return }
+      guard now &- since >= configuration.permissionGrace.nonNegativeNanoseconds else { return }
       if lease.delivery >= UInt64(max(1, configuration.maxPermissionReleases)) {
         refuse(.permissionDenied, "upstream refused the relay's credentials for the trip: \(error.message)")
       } else {

@@ -239,7 +239,7 @@ final class RelayWatchService: GRPCService, @unchecked Sendable {
       if refusals.count >= Self.maxRefusals { refusals.removeAll() }
     }
     refusals[name.description] = (
-      status, scheduler.monotonicNanoseconds &+ UInt64(clamping: configuration.refusalTTL.saturatingNanoseconds)
+      status, scheduler.monotonicNanoseconds &+ configuration.refusalTTL.nonNegativeNanoseconds
     )
   }
 

@@ -174,7 +174,7 @@ final class RateLimitedLog: Sendable {
 
   init(logger: Logger, interval: Duration) {
     self.logger = logger
-    self.interval = UInt64(clamping: interval.saturatingNanoseconds)
+    self.interval = interval.nonNegativeNanoseconds
   }
 
   func log(_ message: Logger.Message, level: Logger.Level = .warning, key: String, metadata: Logger.Metadata = [:]) {

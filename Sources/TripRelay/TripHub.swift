@@ -205,7 +205,7 @@ final class TripHub: @unchecked Sendable {
     guard phase == .catchingUp, let state else { return }
     if let refusal = state.refusal {
       // A refusal is the cluster's negative cache: it holds for `refusalTTL`, then the trip is asked for again.
-      if unixTime() - state.storedAt < Double(configuration.refusalTTL.saturatingNanoseconds) / 1e9 {
+      if unixTime() - state.storedAt < configuration.refusalTTL.inSeconds {
         self.refusal = refusal
       }
       return
@@ -461,7 +461,7 @@ final class TripHub: @unchecked Sendable {
   private func checkBehind() {
     guard phase != .ended else { return }
     let now = scheduler.monotonicNanoseconds
-    let stall = UInt64(clamping: configuration.watcherStallTimeout.saturatingNanoseconds)
+    let stall = configuration.watcherStallTimeout.nonNegativeNanoseconds
     var stillBehind = false
     for watcher in Array(watchers.values) {
       guard let since = watcher.behindSince else { continue }

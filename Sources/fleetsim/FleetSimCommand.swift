@@ -185,8 +185,6 @@ struct FleetSimCommand: AsyncParsableCommand {
     return (host, port)
   }
 
-  static func seconds(_ value: Double) -> Duration { .nanoseconds(Int64(value * 1e9)) }
-
   func run() async throws {
     cls_line_buffer_stdout()
     let (host, port) = try Self.hostAndPort(listen)
@@ -207,14 +205,15 @@ struct FleetSimCommand: AsyncParsableCommand {
     simulation.speedup = speedup
     let faults = FaultInjection(
       failureRate: failRate, failureCode: Self.statusCode(failCode) ?? .unavailable, streamResetRate: resetRate,
-      goAwayInterval: goAwayEvery.map(Self.seconds), dropInterval: dropEvery.map(Self.seconds),
-      addedLatency: Self.seconds(latency), seed: seed)
+      goAwayInterval: goAwayEvery.map(Duration.clampedSeconds), dropInterval: dropEvery.map(Duration.clampedSeconds),
+      addedLatency: Duration.clampedSeconds(latency), seed: seed)
     var load: LoadGeneration?
     if let loadRate { load = LoadGeneration(updatesPerSecond: loadRate) }
     if loadSaturate { load = LoadGeneration(updatesPerSecond: nil) }
     let configuration = FleetSimConfiguration(
-      simulation: simulation, updateInterval: Self.seconds(updateInterval), auth: auth, faults: faults, load: load,
-      shutdownGracePeriod: Self.seconds(drainTimeout))
+      simulation: simulation, updateInterval: Duration.clampedSeconds(updateInterval), auth: auth, faults: faults,
+      load: load,
+      shutdownGracePeriod: Duration.clampedSeconds(drainTimeout))
     var tls: TLSServerConfiguration?
     if let tlsCert, let tlsKey { tls = TLSServerConfiguration(certificateChainFile: tlsCert, privateKeyFile: tlsKey) }
     signal(SIGPIPE, SIG_IGN)
@@ -249,7 +248,7 @@ struct FleetSimCommand: AsyncParsableCommand {
     if let duration {
       services.append(
         ServiceGroupConfiguration.ServiceConfiguration(
-          service: DurationService(duration: Self.seconds(duration)),
+          service: DurationService(duration: Duration.clampedSeconds(duration)),
           successTerminationBehavior: .gracefullyShutdownGroup))
     }
     var logger = Logger(label: "fleetsim")
@@ -297,7 +296,7 @@ struct ServeService: Service {
       if interval > 0 {
         group.addTask {
           while true {
-            try await Task.sleep(for: FleetSimCommand.seconds(interval))
+            try await Task.sleep(for: Duration.clampedSeconds(interval))
             print(await Self.statsLine(sim))
           }
         }

@@ -165,7 +165,9 @@ final class PollingTripSource: TripSource {
       polls += 1
       let spread = polls == 1 ? 0.5 : Self.intervalJitter
       let factor = Double.random(in: (1 - spread)...(1 + spread), using: &random)
-      schedule(wanted: scheduler.monotonicNanoseconds &+ Duration.seconds(interval.seconds * factor).nanoseconds)
+      schedule(
+        wanted: scheduler.monotonicNanoseconds
+          &+ Duration.clampedSeconds(interval.inSeconds * factor).nonNegativeNanoseconds)
     }
   }
 }

@@ -33,21 +33,21 @@ public struct RetryBackoff: Sendable, Hashable {
 
   /// The delay before retry `retry` (1 for the first), without jitter.
   public func baseDelay(retry: Int) -> Duration {
-    var seconds = initial.seconds
+    var seconds = initial.inSeconds
     var remaining = max(0, retry - 1)
-    let cap = maximum.seconds
+    let cap = maximum.inSeconds
     while remaining > 0 && seconds < cap {
       seconds *= multiplier
       remaining -= 1
     }
-    return .seconds(min(seconds, cap))
+    return .clampedSeconds(min(seconds, cap))
   }
 
   /// The delay before retry `retry`, with jitter drawn from `generator`.
   public func delay(retry: Int, using generator: inout some RandomNumberGenerator) -> Duration {
-    let base = baseDelay(retry: retry).seconds
+    let base = baseDelay(retry: retry).inSeconds
     let factor = jitter == 0 ? 1 : Double.random(in: (1 - jitter)...(1 + jitter), using: &generator)
-    return .seconds(base * factor)
+    return .clampedSeconds(base * factor)
   }
 }
 
@@ -80,28 +80,5 @@ struct RetryPolicy {
   /// Whether a stream that has been up for `lifetime` with `messages` messages counts as a success.
   func isHealthy(streamLifetime lifetime: Duration, messages: Int) -> Bool {
     messages > 0 && lifetime >= healthyStreamLifetime
-  }
-}
-
-extension Duration {
-  /// The duration in seconds, as a `Double`.
-  var seconds: Double {
-    Double(components.seconds) + Double(components.attoseconds) / 1e18
-  }
-
-  /// `seconds` seconds; negative, NaN and infinite values become zero or the largest duration.
-  static func seconds(_ seconds: Double) -> Duration {
-    guard seconds.isFinite else { return seconds > 0 ? .seconds(Int64.max / 2) : .zero }
-    guard seconds > 0 else { return .zero }
-    return .nanoseconds(Int64(min(seconds, 9e9) * 1e9))
-  }
-
-  /// The duration in nanoseconds (at least 0).
-  var nanoseconds: UInt64 {
-    let value = components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    guard !value.overflow else { return components.seconds > 0 ? UInt64.max : 0 }
-    let total = value.partialValue.addingReportingOverflow(components.attoseconds / 1_000_000_000)
-    guard !total.overflow else { return UInt64.max }
-    return UInt64(max(0, total.partialValue))
   }
 }

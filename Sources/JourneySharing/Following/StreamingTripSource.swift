@@ -53,7 +53,7 @@ public struct StreamWatchdog: Sendable, Hashable {
   /// The silence that ends a stream whose messages came `averageGap` apart (nil: not known yet).
   func timeout(averageGap: Double?) -> Duration {
     guard let averageGap else { return initial }
-    return min(max(.seconds(averageGap * multiple), minimum), maximum)
+    return min(max(.clampedSeconds(averageGap * multiple), minimum), maximum)
   }
 }
 
@@ -228,7 +228,9 @@ final class StreamingTripSource: TripSource {
     endingAt = nil
     // The timer waits out the timeout known when it was armed; re-arm when the silence tolerated now ends
     // sooner (the first gaps measured shrink it from the initial timeout).
-    if let watchdog, watchdogTimer != nil, now &+ watchdog.timeout(averageGap: averageGap).nanoseconds < watchdogDue {
+    if let watchdog, watchdogTimer != nil,
+      now &+ watchdog.timeout(averageGap: averageGap).nonNegativeNanoseconds < watchdogDue
+    {
       scheduler.cancelTimer(watchdogTimer!)
       armWatchdog()
     }
@@ -269,7 +271,7 @@ final class StreamingTripSource: TripSource {
   /// timer operation.
   private func armWatchdog(due explicitDue: UInt64? = nil) {
     guard let watchdog else { return }
-    let due = explicitDue ?? lastMessageAt &+ watchdog.timeout(averageGap: averageGap).nanoseconds
+    let due = explicitDue ?? lastMessageAt &+ watchdog.timeout(averageGap: averageGap).nonNegativeNanoseconds
     watchdogDue = due
     let now = scheduler.monotonicNanoseconds
     watchdogTimer = scheduler.scheduleTimer(after: .nanoseconds(Int64(clamping: due > now ? due - now : 0))) {
@@ -278,7 +280,7 @@ final class StreamingTripSource: TripSource {
       self.watchdogTimer = nil
       let silence = self.scheduler.monotonicNanoseconds &- self.lastMessageAt
       let limit = watchdog.timeout(averageGap: self.averageGap)
-      if silence < limit.nanoseconds {
+      if silence < limit.nonNegativeNanoseconds {
         self.armWatchdog()
         return
       }
@@ -287,7 +289,7 @@ final class StreamingTripSource: TripSource {
         // Many streams went silent at once (StreamWatchdog's rate of endings): this one waits its turn, or,
         // with none free within the longest silence tolerated, asks again then. A message meanwhile gives
         // its turn up and re-arms the timer as usual.
-        let horizon = watchdog.maximum.nanoseconds
+        let horizon = watchdog.maximum.nonNegativeNanoseconds
         let slot = self.endings.reserve(at: now, horizon: horizon)
         self.endingAt = slot
         if slot != now {
