@@ -260,7 +260,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
       load.add(call, trip: trip, sequence: stream.writer.sequence)
       return
     }
-    if Self.isFinal(trip) {
+    if trip.isFinal {
       counters.streamsCompleted += 1
       call.finish(.ok)
       return
@@ -323,10 +323,6 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
   /// Unsent bytes of a stream past which its updates are merged into the next one it can take.
   static let maxStreamBacklog = 64 << 10
 
-  static func isFinal(_ trip: Trip) -> Bool {
-    trip.tripStatus == .complete || trip.tripStatus == .canceled
-  }
-
   private func startTicker(using call: any GRPCServerCallContext) {
     guard !tickerRunning else { return }
     tickerRunning = true
@@ -384,7 +380,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
         }
         sent(message, on: stream)
       }
-      if Self.isFinal(trip) {
+      if trip.isFinal {
         streams[key] = nil
         streamsOpenChanged(by: -1)
         counters.streamsCompleted += 1

@@ -77,7 +77,7 @@ public final class TripSnapshot: @unchecked Sendable {
   /// The intermediate destinations.
   public var intermediateDestinations: [TerminalLocation] { values.trip.intermediateDestinations }
   /// Whether the trip reached a final state (COMPLETE or CANCELED).
-  public var isFinal: Bool { values.trip.tripStatus == .complete || values.trip.tripStatus == .canceled }
+  public var isFinal: Bool { values.trip.isFinal }
 
   /// Derives a snapshot from a merged trip; `tripID` filters other trips' waypoints out.
   public convenience init(trip: Trip, tripID: String) {

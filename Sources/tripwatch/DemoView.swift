@@ -15,7 +15,7 @@ struct TripRow: Sendable {
   var errors = 0
   var lastError: String?
 
-  var isFinal: Bool { status == .complete || status == .canceled }
+  var isFinal: Bool { status.isFinal }
 }
 
 enum DemoView {

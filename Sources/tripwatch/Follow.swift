@@ -302,7 +302,7 @@ final class FollowTracker: TripModelSubscriber {
   func tripModel(_ tripModel: TripModel, didUpdate tripStatus: TripStatus) {
     state.withLock { state in
       state.trips[tripModel.tripName]?.status = tripStatus
-      if tripStatus == .complete || tripStatus == .canceled { state.trips[tripModel.tripName]?.isFinal = true }
+      if tripStatus.isFinal { state.trips[tripModel.tripName]?.isFinal = true }
     }
     output.tripStatus(tripModel.tripName, tripStatus)
   }

@@ -145,7 +145,7 @@ public struct MapStateBuilder: Sendable {
       vehicleID = trip.vehicleId
     }
     tripStatus = trip.tripStatus
-    let terminal = trip.tripStatus == .complete || trip.tripStatus == .canceled
+    let terminal = trip.isFinal
 
     // The route and where the vehicle and the traveled path are on it.
     let newRoute: (points: [LatLng], intervals: [SpeedReadingInterval]) =
