@@ -63,6 +63,15 @@ private func withBoundsServer<R>(
   _ body: (GRPCServer, BoundsService, Int) async throws -> R
 ) async throws -> R {
   let service = BoundsService()
+  return try await withStartedServer(configuration, service) { server, port in try await body(server, service, port) }
+}
+
+/// Runs `body` with a server of `configuration` for `service`, started on a free port; stops it at once
+/// (`shutdown(graceful: false)`) when `body` returns or throws.
+func withStartedServer<R>(
+  _ configuration: GRPCServerConfiguration, _ service: any GRPCService,
+  _ body: (GRPCServer, Int) async throws -> R
+) async throws -> R {
   let server = try GRPCServer(configuration: configuration, service: service)
   let port: Int
   do {
@@ -72,7 +81,7 @@ private func withBoundsServer<R>(
     throw error
   }
   do {
-    let result = try await body(server, service, port)
+    let result = try await body(server, port)
     await server.shutdown(graceful: false)
     return result
   } catch {
