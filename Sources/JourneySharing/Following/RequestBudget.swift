@@ -26,12 +26,11 @@ public struct RequestBudgetStatistics: Sendable, Hashable {
 /// Thread-safe: trips on every scheduler share one budget.
 final class RequestBudget: Sendable {
   let requestsPerSecond: Double?
-  private let spacing: UInt64
-  private let state = Locked(State())
+  private let state: Locked<State>
 
   private struct State {
-    /// The earliest time (monotonic nanoseconds) the next request may have.
-    var nextFree: UInt64 = 0
+    /// The budget: one request at a time, spaced 1/R apart; nil when unlimited.
+    var limit: RateLimit?
     var requests = 0
     var waited = 0
     var totalWait: UInt64 = 0
@@ -42,10 +41,10 @@ final class RequestBudget: Sendable {
   init(requestsPerSecond: Double?) {
     if let rate = requestsPerSecond, rate > 0, rate.isFinite {
       self.requestsPerSecond = rate
-      spacing = UInt64(max(1, (1e9 / rate).rounded(.up)))
+      state = Locked(State(limit: RateLimit(burst: 1, perSecond: rate)))
     } else {
       self.requestsPerSecond = nil
-      spacing = 0
+      state = Locked(State(limit: nil))
     }
   }
 
@@ -54,9 +53,8 @@ final class RequestBudget: Sendable {
   func reserve(at wanted: UInt64) -> UInt64 {
     state.withLock { state in
       state.requests += 1
-      guard spacing > 0 else { return wanted }
-      let time = max(wanted, state.nextFree)
-      state.nextFree = time &+ spacing
+      // No horizon: a request always gets a time, however far the budget is booked.
+      guard let time = state.limit?.reserve(at: wanted, horizon: .max) else { return wanted }
       if time > wanted {
         let wait = time - wanted
         state.waited += 1

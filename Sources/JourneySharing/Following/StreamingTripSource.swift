@@ -63,14 +63,12 @@ public struct StreamWatchdog: Sendable, Hashable {
 /// for long is not starved by others that go silent again and again. Thread-safe: trips on every
 /// scheduler share it.
 final class WatchdogEndings: Sendable {
-  private let spacing: UInt64
-  private let tolerance: UInt64
   private let logger: Logger
-  private let state = Locked(State())
+  private let state: Locked<State>
 
   private struct State {
-    /// When the queue of reservations is free again (the algorithm's theoretical arrival time).
-    var free: UInt64 = 0
+    /// The endings' rate: reservations queue behind it.
+    var limit: RateLimit
     /// Endings put off since the last log line, and when that was.
     var deferred = 0
     var loggedAt: UInt64?
@@ -78,24 +76,21 @@ final class WatchdogEndings: Sendable {
 
   init(watchdog: StreamWatchdog?, logger: Logger) {
     let watchdog = watchdog ?? StreamWatchdog()
-    spacing = UInt64(max(1, (1e9 / watchdog.endingsPerSecond).rounded(.up)))
-    tolerance = spacing * UInt64(watchdog.endingBurst - 1)
+    state = Locked(State(limit: RateLimit(burst: watchdog.endingBurst, perSecond: watchdog.endingsPerSecond)))
     self.logger = logger
   }
 
   /// Reserves a time, `now` or later (monotonic nanoseconds), at which a stream silent at `now` may be
   /// ended; nil when none is free before `now + horizon` (nothing is reserved then: ask again later).
   func reserve(at now: UInt64, horizon: UInt64) -> UInt64? {
-    let (slot, logDeferred): (UInt64?, Int) = state.withLock { state in
-      let earliest = max(now, state.free > tolerance ? state.free - tolerance : 0)
-      let slot = earliest - now <= horizon ? earliest : nil
-      if let slot { state.free = max(state.free, slot) + spacing }
-      guard slot != now else { return (slot, 0) }
+    let (slot, logDeferred, spacing): (UInt64?, Int, UInt64) = state.withLock { state in
+      let slot = state.limit.reserve(at: now, horizon: horizon)
+      guard slot != now else { return (slot, 0, state.limit.spacing) }
       state.deferred += 1
-      guard state.loggedAt.map({ now &- $0 >= 60_000_000_000 }) ?? true else { return (slot, 0) }
+      guard state.loggedAt.map({ now &- $0 >= 60_000_000_000 }) ?? true else { return (slot, 0, state.limit.spacing) }
       state.loggedAt = now
       defer { state.deferred = 0 }
-      return (slot, state.deferred)
+      return (slot, state.deferred, state.limit.spacing)
     }
     if logDeferred > 0 {
       logger.notice(
