@@ -49,7 +49,7 @@ package final class MetricsHTTPServer: Sendable {
     listen: String, path: String = "/metrics", contentType: String = "text/plain; version=0.0.4; charset=utf-8",
     requestTimeout: Duration = .seconds(2), render: @escaping @Sendable () -> [UInt8]
   ) throws(ToolFailure) {
-    guard let (host, requestedPort) = Self.parse(listen) else {
+    guard let (host, requestedPort) = ListenAddress.parse(listen) else {
       throw ToolFailure(.usage, "--metrics-listen must be HOST:PORT, not \(listen)")
     }
     let fd = try Self.bind(host: host, port: requestedPort, option: listen)
@@ -104,17 +104,6 @@ package final class MetricsHTTPServer: Sendable {
   }
 
   // MARK: - Addresses
-
-  /// `HOST:PORT` or `[HOST]:PORT` as its parts; nil when malformed.
-  package static func parse(_ text: String) -> (String, Int)? {
-    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-      (0...65535).contains(port)
-    else { return nil }
-    var host = String(text[..<colon])
-    if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-    guard !host.isEmpty, !host.contains("[") else { return nil }
-    return (host, port)
-  }
 
   /// A listening socket on the first address of `host` that binds.
   private static func bind(host: String, port: Int, option: String) throws(ToolFailure) -> Int32 {

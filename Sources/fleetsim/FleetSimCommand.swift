@@ -166,7 +166,7 @@ struct FleetSimCommand: AsyncParsableCommand {
     if let loadRate, !(loadRate > 0 && loadRate.isFinite) { throw ValidationError("--load-rate must be > 0") }
     guard drainTimeout >= 0, drainTimeout.isFinite else { throw ValidationError("--drain-timeout must be ≥ 0") }
     if let duration, !(duration >= 0 && duration.isFinite) { throw ValidationError("--duration must be ≥ 0") }
-    if let metricsListen, MetricsHTTPServer.parse(metricsListen) == nil {
+    if let metricsListen, ListenAddress.parse(metricsListen) == nil {
       throw ValidationError("--metrics-listen must be HOST:PORT")
     }
   }
@@ -177,12 +177,8 @@ struct FleetSimCommand: AsyncParsableCommand {
   }
 
   static func hostAndPort(_ text: String) throws -> (String, Int) {
-    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-      (0...65535).contains(port)
-    else { throw ValidationError("--listen must be HOST:PORT") }
-    var host = String(text[..<colon])
-    if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-    return (host, port)
+    guard let address = ListenAddress.parse(text) else { throw ValidationError("--listen must be HOST:PORT") }
+    return address
   }
 
   func run() async throws {

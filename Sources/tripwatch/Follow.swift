@@ -93,7 +93,7 @@ struct Follow: AsyncParsableCommand {
     guard tripNames.filter({ $0 == "-" }).count + (tripsFile == "-" ? 1 : 0) <= 1 else {
       throw ValidationError("standard input can be read once: give - or --trips-file - once")
     }
-    if let metricsListen, MetricsHTTPServer.parse(metricsListen) == nil {
+    if let metricsListen, ListenAddress.parse(metricsListen) == nil {
       throw ValidationError("--metrics-listen must be HOST:PORT")
     }
   }

@@ -397,7 +397,7 @@ struct RelayRun: AsyncParsableCommand {
     }
     guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     _ = try relayNames.names()
-    if listen != "none" && Self.listenAddress(listen) == nil {
+    if listen != "none" && ListenAddress.parse(listen) == nil {
       throw ValidationError("--listen must be HOST:PORT (port 0 picks one) or none")
     }
     guard (listenCertificate == nil) == (listenKey == nil) else {
@@ -416,7 +416,7 @@ struct RelayRun: AsyncParsableCommand {
         )
       }
     }
-    if let metricsListen, MetricsHTTPServer.parse(metricsListen) == nil {
+    if let metricsListen, ListenAddress.parse(metricsListen) == nil {
       throw ValidationError("--metrics-listen must be HOST:PORT")
     }
   }
@@ -465,7 +465,7 @@ struct RelayRun: AsyncParsableCommand {
     upstream.maxRequestsPerSecond = maxRequestsPerSecond > 0 ? maxRequestsPerSecond : nil
     upstream.deliveryThreads = 2
     var downstream: GRPCServerConfiguration?
-    if listen != "none", let (host, port) = Self.listenAddress(listen) {
+    if listen != "none", let (host, port) = ListenAddress.parse(listen) {
       var tls: TLSServerConfiguration?
       if let listenCertificate, let listenKey {
         tls = TLSServerConfiguration(
@@ -536,16 +536,6 @@ struct RelayRun: AsyncParsableCommand {
     await relay.shutdown()
     await runner.value
     print(Self.statsLine(relay.statistics(), relay: id, ready: relay.isReady))
-  }
-
-  /// `HOST:PORT` or `[IPv6]:PORT` with a port 0…65535.
-  static func listenAddress(_ text: String) -> (String, Int)? {
-    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-      (0...65_535).contains(port)
-    else { return nil }
-    var host = String(text[..<colon])
-    if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-    return host.isEmpty ? nil : (host, port)
   }
 
   static func line(for event: RelayEvent, relay: String) -> String {
