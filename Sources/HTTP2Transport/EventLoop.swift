@@ -273,17 +273,25 @@ package final class EventLoop: @unchecked Sendable {
       }
       runDueTimers()
     }
-    runTasks()
+    runTasks(drain: true)
     threadID.store(0, ordering: .releasing)
   }
 
-  private func runTasks() {
+  /// Runs the tasks other threads had queued when it began, then the loop's own (``executeSoon(_:)``) until
+  /// none is left. What other threads queue meanwhile waits for the next turn, after the sockets' events: a
+  /// thread that keeps queueing (a service on another loop answering thousands of calls) cannot keep the loop
+  /// from its sockets. With `drain`, runs until no task of either kind is left (when the loop stops).
+  private func runTasks(drain: Bool = false) {
+    var takeQueued = true
     while true {
-      let tasks = pendingTasks.withLock { tasks -> [@Sendable () -> Void] in
-        let taken = tasks
-        tasks.removeAll(keepingCapacity: true)
-        return taken
-      }
+      let tasks =
+        takeQueued
+        ? pendingTasks.withLock { tasks -> [@Sendable () -> Void] in
+          let taken = tasks
+          tasks.removeAll(keepingCapacity: true)
+          return taken
+        } : []
+      takeQueued = drain
       let local = localTasks
       localTasks.removeAll(keepingCapacity: true)
       if tasks.isEmpty && local.isEmpty { return }
