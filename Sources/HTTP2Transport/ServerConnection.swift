@@ -81,7 +81,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   static let callsPerTurn = 32
   /// Decoded header bytes one connection may cost per loop turn (HPACK lets a few bytes on the wire stand
   /// for kilobytes decoded): past it, reading pauses until its next turn.
-  static let headerBytesPerTurn = 1 << 20
+  static let headerBytesPerTurn = 256 << 10
   private var calls: [Int32: GRPCServerCall] = [:]
   /// Calls answered from another loop whose stream has a backlog: after each flush, each gets its new one.
   private var watchedBacklogs: [Int32: GRPCServerCall] = [:]
