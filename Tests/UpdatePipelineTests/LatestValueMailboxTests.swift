@@ -178,7 +178,7 @@ struct LatestValueMailboxTests {
 
   @Test("a racing writer and reader following the protocol: nothing lost, bits exact, last value seen")
   func noLostWakeups() {
-    let count = 100_000
+    let count = 50_000
     let mailbox = LatestValueMailbox<Int>()
     let grants = Atomic<Int>(0)
     let writerDone = Atomic<Bool>(false)

@@ -145,7 +145,7 @@ struct LatestValueStreamTests {
 
   @Test("a writer thread racing a consumer: increasing values, exact merged bits, the last value, then the end")
   func racingWriter() async {
-    let count = 100_000
+    let count = 50_000
     let stream = LatestValueStream<Int>()
     let writer = TestThread { () -> [UInt64] in
       var generator = SplitMix64(seed: 7)
