@@ -81,7 +81,6 @@ let targets: [Target] = [
 
   .target(
     name: "ProtoWire",
-    dependencies: ["Primitives"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
@@ -185,7 +184,7 @@ let targets: [Target] = [
   // pure value code with no transport, which the follower, the benchmarks and the fuzzer share.
   .target(
     name: "JourneySharingCore",
-    dependencies: ["FleetEngineMessages", "GRPCProtocol", "Primitives", "ProtoWire"],
+    dependencies: ["FleetEngineMessages", "GRPCProtocol", "ProtoWire"],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -195,6 +194,7 @@ let targets: [Target] = [
       "JourneySharingCore", "Primitives",
       "FleetEngineMessages",
       "GRPCProtocol",
+      "HTTP2Session",
       "HTTP2Transport",
       "JSONWebToken",
       "ProtoWire",
@@ -328,7 +328,7 @@ let targets: [Target] = [
   .target(
     name: "ToolSupport",
     dependencies: [
-      "Primitives", "GRPCProtocol", "HTTP2Transport", "ProtoWire",
+      "Primitives", "GRPCProtocol", "HTTP2Transport",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),
     ],
     swiftSettings: defaultSwiftSettings

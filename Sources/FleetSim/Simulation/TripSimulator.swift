@@ -18,7 +18,6 @@
 // - vehicle_waypoints is left empty: Fleet Engine never returns it from GetTrip.
 
 public import FleetEngineMessages
-import HTTP2Transport
 import Primitives
 import Synchronization
 
