@@ -108,14 +108,15 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   func start() {
     stream.delegate = self
     stream.start()
-    handshakeTimer = loop.scheduleTimer(after: core.configuration.handshakeTimeout) { [weak self] in
-      guard let self, !self.closed else { return }
-      self.handshakeTimer = nil
-      self.core.shared.count { $0.handshakesTimedOut += 1 }
-      self.core.logger.debug(
+    schedule(\.handshakeTimer, after: core.configuration.handshakeTimeout) { connection in
+      guard !connection.closed else { return }
+      connection.core.shared.count { $0.handshakesTimedOut += 1 }
+      connection.core.logger.debug(
         "closing a connection that did not complete its handshake",
-        metadata: ["peer": "\(self.peer)", "handshake_timeout": "\(self.core.configuration.handshakeTimeout)"])
-      self.drop()
+        metadata: [
+          "peer": "\(connection.peer)", "handshake_timeout": "\(connection.core.configuration.handshakeTimeout)",
+        ])
+      connection.drop()
     }
     becameIdleIfNoStreams()
   }
@@ -342,11 +343,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   // MARK: - Request deadline
 
   private func scheduleRequestCheck(after delay: Duration) {
-    requestTimer = loop.scheduleTimer(after: delay) { [weak self] in
-      guard let self else { return }
-      self.requestTimer = nil
-      self.checkRequestDeadlines()
-    }
+    schedule(\.requestTimer, after: delay) { $0.checkRequestDeadlines() }
   }
 
   /// Refuses every request still arriving past its deadline with DEADLINE_EXCEEDED; comes back when the
@@ -660,10 +657,19 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   }
 
   private func scheduleIdleCheck(after delay: Duration) {
-    idleTimer = loop.scheduleTimer(after: delay) { [weak self] in
+    schedule(\.idleTimer, after: delay) { $0.checkIdle() }
+  }
+
+  /// Schedules `action` after `delay` on the connection's loop, keeping the timer in `slot` until it fires
+  /// (then `slot` is cleared first): one of the connection's deadlines, which its close cancels.
+  private func schedule(
+    _ slot: ReferenceWritableKeyPath<ServerConnection, EventLoop.TimerID?>, after delay: Duration,
+    _ action: @escaping (ServerConnection) -> Void
+  ) {
+    self[keyPath: slot] = loop.scheduleTimer(after: delay) { [weak self] in
       guard let self else { return }
-      self.idleTimer = nil
-      self.checkIdle()
+      self[keyPath: slot] = nil
+      action(self)
     }
   }
 
@@ -816,14 +822,13 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// for as long as the client keeps it open.
   private func startOutputStallTimer() {
     if let outputStallTimer { loop.cancelTimer(outputStallTimer) }
-    outputStallTimer = loop.scheduleTimer(after: core.configuration.outputStallTimeout) { [weak self] in
-      guard let self, !self.closed, self.pausedForOutput else { return }
-      self.outputStallTimer = nil
-      self.core.shared.count { $0.connectionsStalled += 1 }
-      self.core.logger.debug(
+    schedule(\.outputStallTimer, after: core.configuration.outputStallTimeout) { connection in
+      guard !connection.closed, connection.pausedForOutput else { return }
+      connection.core.shared.count { $0.connectionsStalled += 1 }
+      connection.core.logger.debug(
         "closing a connection that read none of its output",
-        metadata: ["peer": "\(self.peer)", "timeout": "\(self.core.configuration.outputStallTimeout)"])
-      self.drop()
+        metadata: ["peer": "\(connection.peer)", "timeout": "\(connection.core.configuration.outputStallTimeout)"])
+      connection.drop()
     }
   }
 }
