@@ -399,8 +399,6 @@ final class ServerCore: EventLoopHandler, @unchecked Sendable {
   private var nextAcceptPause: Duration?
   /// Pauses in the current episode, for the line logged when it ends.
   private var episodePauses = 0
-  /// Peers whose refusal was logged, until they are forgotten (one line per peer and episode).
-  private var peersRefusalLogged: Set<String> = []
   /// The pending sweep of forgotten peers, if any.
   private var peerSweepScheduled = false
 
@@ -453,9 +451,8 @@ final class ServerCore: EventLoopHandler, @unchecked Sendable {
       guard let fd else { return }
       acceptSucceeded()
       let peer = Socket.peerAddress(fd)?.hostAndPort.host ?? "unknown"
-      if let reason = admit(peer) {
+      guard admit(peer) else {
         Glibc.close(fd)
-        if let reason { logPeerRefusal(peer, reason) }
         continue
       }
       var tls: TLSEngine?
@@ -488,11 +485,16 @@ final class ServerCore: EventLoopHandler, @unchecked Sendable {
     }
   }
 
-  /// Counts a connection of `peer` in, or says why it is refused: `.some(reason)` for a peer over its share
-  /// (logged), `.some(nil)` for the server's connection limit; nil when it may open.
-  private func admit(_ peer: String) -> String?? {
+  /// Counts a connection of `peer` in; false when it is refused (a peer over its share, or the server's
+  /// connection limit), which is logged once per peer and episode, and once per episode of the limit.
+  private func admit(_ peer: String) -> Bool {
+    enum Outcome {
+      case admitted
+      case peerRefused(reason: String, log: Bool)
+      case serverFull(firstOfEpisode: Bool)
+    }
     let configuration = configuration
-    let (refusal, startedRefusing): (String??, Bool) = shared.withLock { state in
+    let outcome: Outcome = shared.withLock { state in
       if let usage = state.peers[peer] {
         var reason: String?
         if usage.connections >= configuration.maxConnectionsPerPeer {
@@ -502,27 +504,37 @@ final class ServerCore: EventLoopHandler, @unchecked Sendable {
         }
         if let reason {
           state.stats.peerConnectionsRefused += 1
-          return (.some(reason), false)
+          defer { usage.refusalLogged = true }
+          return .peerRefused(reason: reason, log: !usage.refusalLogged)
         }
       }
       if state.stats.openConnections >= configuration.maxConnections {
         // Refused before anything is read or written: the client sees the connection end at once.
         state.stats.connectionsRefused += 1
-        let first = !state.refusingConnections
-        state.refusingConnections = true
-        return (.some(nil), first)
+        defer { state.refusingConnections = true }
+        return .serverFull(firstOfEpisode: !state.refusingConnections)
       }
       state.usage(of: peer, configuration).connections += 1
       state.stats.connectionsAccepted += 1
       state.stats.openConnections += 1
-      return (nil, false)
+      return .admitted
     }
-    if startedRefusing {
-      logger.warning(
-        "connection limit reached: closing new connections until one closes",
-        metadata: ["max_connections": "\(configuration.maxConnections)"])
+    switch outcome {
+    case .admitted:
+      return true
+    case .peerRefused(let reason, let log):
+      if log {
+        logger.warning("refusing connections from a peer", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
+        scheduleSweep()
+      }
+    case .serverFull(let first):
+      if first {
+        logger.warning(
+          "connection limit reached: closing new connections until one closes",
+          metadata: ["max_connections": "\(configuration.maxConnections)"])
+      }
     }
-    return refusal
+    return false
   }
 
   /// On `registry`'s loop: starts serving an accepted connection.
@@ -540,15 +552,14 @@ final class ServerCore: EventLoopHandler, @unchecked Sendable {
   /// On the connection's loop: it closed (it has left its registry).
   func connectionClosed(peer: String) {
     let configuration = configuration
-    let (sweep, forgotten, stoppedRefusing, refused): (Bool, Bool, Bool, Int) = shared.withLock { state in
+    let (sweep, stoppedRefusing, refused): (Bool, Bool, Int) = shared.withLock { state in
       state.stats.openConnections -= 1
-      var (sweep, forgotten) = (false, false)
+      var sweep = false
       if let usage = state.peers[peer] {
         usage.connections -= 1
         if usage.connections == 0 {
           if usage.isIdle(at: monotonicNanoseconds()) {
             state.peers[peer] = nil
-            forgotten = true
           } else {
             sweep = true
           }
@@ -556,10 +567,9 @@ final class ServerCore: EventLoopHandler, @unchecked Sendable {
       }
       let stopped = state.refusingConnections && state.stats.openConnections < configuration.maxConnections
       if stopped { state.refusingConnections = false }
-      return (sweep, forgotten, stopped, state.stats.connectionsRefused)
+      return (sweep, stopped, state.stats.connectionsRefused)
     }
     if sweep { scheduleSweep() }
-    if forgotten { forgetRefusalLogged(peer) }
     if stoppedRefusing {
       logger.info("below the connection limit again", metadata: ["connections_refused": "\(refused)"])
     }
@@ -627,22 +637,6 @@ final class ServerCore: EventLoopHandler, @unchecked Sendable {
 
   // MARK: - Peers
 
-  private func logPeerRefusal(_ peer: String, _ reason: String) {
-    guard peersRefusalLogged.insert(peer).inserted else { return }
-    logger.warning("refusing connections from a peer", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
-    scheduleSweep()
-  }
-
-  /// A peer was forgotten: a later refusal of it is logged again. From any thread.
-  private func forgetRefusalLogged(_ peer: String) {
-    guard loop.inEventLoop else {
-      let core = LoopBound(unchecked: self, loop: loop)
-      loop.execute { core.value.forgetRefusalLogged(peer) }
-      return
-    }
-    peersRefusalLogged.remove(peer)
-  }
-
   /// A stream of a peer opened (call under the lock): false when the peer opens streams faster than its
   /// rate, which puts it under penalty (the caller ends the connection and calls ``scheduleSweep()``).
   func streamOpened(by usage: PeerUsage, _ state: inout ServerShared.State) -> Bool {
@@ -677,10 +671,9 @@ final class ServerCore: EventLoopHandler, @unchecked Sendable {
             pending = true
           }
         }
-        peersRefusalLogged = peersRefusalLogged.filter { state.peers[$0].map { !$0.isIdle(at: now) } ?? false }
         return pending
       }
-      if pending || !peersRefusalLogged.isEmpty { scheduleSweep() }
+      if pending { scheduleSweep() }
     }
   }
 

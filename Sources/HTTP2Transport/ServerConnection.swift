@@ -437,14 +437,8 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     core.logger.debug(
       "refused a request while it arrived",
       metadata: ["stream": "\(streamID)", "path": "\(request.path)", "status": "\(status)"])
-    var fields = [
-      HTTP2HeaderField(":status", "200"), HTTP2HeaderField("content-type", "application/grpc"),
-      HTTP2HeaderField("grpc-status", String(status.code.rawValue)),
-    ]
-    if !status.message.isEmpty {
-      fields.append(HTTP2HeaderField("grpc-message", GRPCPercentEncoding.encode(status.message)))
-    }
-    submitHeaders(streamID: streamID, fields, endStream: true)
+    submitHeaders(
+      streamID: streamID, GRPCServerCall.trailerFields(status, GRPCMetadata(), headersSent: false), endStream: true)
     // Not now: nghttp2 drops a stream's queued HEADERS once RST_STREAM is submitted for it. The flush
     // submitHeaders scheduled runs first (tasks run in order) and sends the HEADERS; then the reset.
     loop.executeSoon { [weak self] in

@@ -16,6 +16,8 @@ final class PeerUsage {
   var streamOpens: RateLimit
   /// Until when (monotonic nanoseconds) its new connections are refused.
   var penaltyUntil: UInt64 = 0
+  /// Whether a refusal of its connections was logged: once per peer until it is forgotten (its entry goes).
+  var refusalLogged = false
 
   init(_ configuration: GRPCServerConfiguration) {
     let burst = configuration.maxStreamsPerPeer == .max ? Int(Int32.max) : configuration.maxStreamsPerPeer
