@@ -198,6 +198,25 @@ public struct GRPCClientCall: Sendable {
     }
   }
 
+  /// What one block of headers did to the call: the action to perform, and the encodings the server listed
+  /// in it (`grpc-accept-encoding`) when they differ from what the call knew, for a transport that remembers
+  /// them per server (a Trailers-Only UNIMPLEMENTED often carries them).
+  public struct HeadersOutcome: Sendable, Equatable {
+    /// What the transport does: as ``receiveHeaders(_:endStream:)`` returns.
+    public var action: Action
+    /// The server's accepted encodings, when this block changed them.
+    public var serverAcceptedEncodings: [String]?
+  }
+
+  /// ``receiveHeaders(_:endStream:)``, also saying what the block taught about the server's encodings.
+  public mutating func receiveHeaderBlock(_ fields: [(name: String, value: String)], endStream: Bool) -> HeadersOutcome
+  {
+    let before = serverAcceptedEncodings
+    let action = receiveHeaders(fields, endStream: endStream)
+    let learned = serverAcceptedEncodings != before ? serverAcceptedEncodings : nil
+    return HeadersOutcome(action: action, serverAcceptedEncodings: learned)
+  }
+
   private mutating func receiveResponseHeaders(_ fields: [(name: String, value: String)], endStream: Bool) -> Action {
     let head = ResponseFields(fields)
     if let httpStatus = head.httpStatus, (100...199).contains(httpStatus) {

@@ -78,7 +78,7 @@ final class AddressBackoff: Sendable {
       entry.generation += 1
       entry.lastError = error
       let chosen = delay(entry.failures)
-      entry.until = now + UInt64(max(0, chosen.wholeNanoseconds))
+      entry.until = now + chosen.nonNegativeNanoseconds
       entry.attemptInFlight = false
       wake = entry.waiters
       entry.waiters = []

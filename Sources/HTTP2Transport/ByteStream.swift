@@ -76,6 +76,35 @@ package final class ByteStream: EventLoopHandler {
     if tls != nil { plaintextScratch = .allocate(byteCount: Self.readBufferSize, alignment: 16) }
   }
 
+  /// A stream connecting to `address` (a non-blocking socket, and a TLS client for `serverName` when a context
+  /// is given), not started yet.
+  package static func connecting(
+    to address: SocketAddress, loop: EventLoop, tlsContext: TLSContext?, serverName: String?
+  ) throws(ConnectionError) -> ByteStream {
+    let fd: Int32
+    do {
+      fd = try Socket.makeNonBlocking(family: address.family)
+    } catch {
+      throw .io(operation: "socket", errno: error.errnoCode)
+    }
+    var tls: TLSEngine?
+    if let tlsContext {
+      do {
+        tls = try TLSEngine(context: tlsContext, serverName: serverName)
+      } catch {
+        Glibc.close(fd)
+        throw .tlsHandshakeFailed(reason: error.description)
+      }
+    }
+    do {
+      let done = try Socket.connect(fd, to: address)
+      return ByteStream(loop: loop, fd: fd, tls: tls, connecting: !done, peer: address.description)
+    } catch {
+      Glibc.close(fd)
+      throw .connectFailed(to: address.description, errno: error.errnoCode)
+    }
+  }
+
   deinit {
     readBuffer.deallocate()
     plaintextScratch?.deallocate()

@@ -257,12 +257,7 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   private func finishUnstarted(_ call: PendingCall, _ status: GRPCStatus) {
-    guard !call.finished else { return }
-    call.finished = true
-    call.finalStatus = status
-    if let timer = call.deadlineTimer { loop.cancelTimer(timer) }
-    call.handler.callDidFinish(status: status, trailers: GRPCMetadata())
-    call.resumeWriters(status)
+    guard call.finish(status, loop: loop) else { return }
     checkShutdownComplete()
   }
 
@@ -504,7 +499,7 @@ final class ChannelCore: ClientConnectionDelegate {
     } else {
       consecutiveFailures += 1
       let chosen = configuration.backoff.delay(retry: consecutiveFailures, using: &random)
-      backoffUntil = monotonicNanoseconds() + UInt64(max(0, chosen.wholeNanoseconds))
+      backoffUntil = monotonicNanoseconds() + chosen.nonNegativeNanoseconds
       delay = chosen
     }
     if let delay {
