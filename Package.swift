@@ -146,7 +146,7 @@ let targets: [Target] = [
     name: "HTTP2TransportTests",
     dependencies: [
       "Primitives",
-      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TestLogging",
+      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TestLogging", "TransportTestSupport",
       .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings

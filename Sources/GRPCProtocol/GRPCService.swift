@@ -37,7 +37,8 @@ public protocol GRPCServerCallContext: AnyObject, Sendable {
   func reset(errorCode: UInt32)
   /// Runs `handler` once if the client cancels the call (or its connection goes) before it finished.
   func onCancel(_ handler: @escaping () -> Void)
-  /// Runs `body` on the scheduler after `delay`, unless the call has ended by then.
+  /// Runs `body` on the scheduler after `delay`, whether or not the call has ended by then (check ``isClosed``): a
+  /// service without a scheduler of its own keeps its timers through any call it holds.
   func schedule(after delay: Duration, _ body: @escaping () -> Void)
 }
 

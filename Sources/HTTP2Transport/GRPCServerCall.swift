@@ -43,9 +43,10 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
   /// Whether the connection runs on another loop than the service: then every step hops.
   let crossesLoops: Bool
   let streamID: Int32
-  private var headersSent = false
+  /// What the service's steps turn into on the wire, and which come too late.
+  private var machine = GRPCServerCallMachine()
   /// Whether the call has ended (finished, reset, or cancelled by the client), as the service sees it.
-  public private(set) var isClosed = false
+  public var isClosed: Bool { machine.isClosed }
   private var cancelHandlers: [() -> Void] = []
 
   /// On the connection's loop: whether the connection has sent the call's end, or seen its stream close.
@@ -89,34 +90,26 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
     }
   }
 
-  /// The response headers' fields: `:status`, `content-type` and `metadata`.
-  static func responseHeaderFields(_ metadata: GRPCMetadata) -> [HTTP2HeaderField] {
-    var fields = [HTTP2HeaderField(":status", "200"), HTTP2HeaderField("content-type", "application/grpc")]
-    for field in metadata.headerFields { fields.append(HTTP2HeaderField(field.name, field.value)) }
-    return fields
+  /// The header fields for the session.
+  static func fields(_ fields: GRPCServerCallMachine.HeaderFields) -> [HTTP2HeaderField] {
+    fields.map { HTTP2HeaderField($0.name, $0.value) }
   }
 
-  /// The trailers' fields (a Trailers-Only response's when `headersSent` is false).
-  static func trailerFields(_ status: GRPCStatus, _ trailers: GRPCMetadata, headersSent: Bool) -> [HTTP2HeaderField] {
-    var fields: [HTTP2HeaderField] = []
-    if !headersSent {
-      fields.append(HTTP2HeaderField(":status", "200"))
-      fields.append(HTTP2HeaderField("content-type", "application/grpc"))
-    }
-    fields.append(HTTP2HeaderField("grpc-status", String(status.code.rawValue)))
-    if !status.message.isEmpty {
-      fields.append(HTTP2HeaderField("grpc-message", GRPCPercentEncoding.encode(status.message)))
-    }
-    for field in trailers.headerFields { fields.append(HTTP2HeaderField(field.name, field.value)) }
-    return fields
+  /// A Trailers-Only response's fields, for a call the server refuses before any service sees it.
+  static func refusalFields(_ status: GRPCStatus) -> [HTTP2HeaderField] {
+    fields(GRPCServerCallMachine.trailerFields(status, GRPCMetadata(), headersSent: false))
   }
 
   /// Sends the response headers (optional: the first message sends them if needed).
   public func sendHeaders(_ metadata: GRPCMetadata = GRPCMetadata()) {
     loop.assertInEventLoop()
-    guard !isClosed, !headersSent else { return }
-    headersSent = true
-    let fields = Self.responseHeaderFields(metadata)
+    guard let headers = machine.sendHeaders(metadata) else { return }
+    submit(headers)
+  }
+
+  /// Hands response headers to the connection.
+  private func submit(_ headers: GRPCServerCallMachine.HeaderFields) {
+    let fields = Self.fields(headers)
     perform { connection, call in
       guard !call.connectionEnded else { return }
       connection.submitHeaders(streamID: call.streamID, fields, endStream: false)
@@ -126,8 +119,8 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
   /// Sends one response message.
   public func send(_ message: [UInt8]) {
     loop.assertInEventLoop()
-    guard !isClosed else { return }
-    if !headersSent { sendHeaders() }
+    guard case .send(let headersFirst) = machine.sendMessage() else { return }
+    if let headersFirst { submit(headersFirst) }
     guard crossesLoops else {
       message.withUnsafeBytes { connection?.sendMessage(streamID: streamID, $0) }
       return
@@ -146,8 +139,8 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
   public func send(bytes message: UnsafeRawBufferPointer) {
     loop.assertInEventLoop()
     guard crossesLoops else {
-      guard !isClosed else { return }
-      if !headersSent { sendHeaders() }
+      guard case .send(let headersFirst) = machine.sendMessage() else { return }
+      if let headersFirst { submit(headersFirst) }
       connection?.sendMessage(streamID: streamID, message)
       return
     }
@@ -166,9 +159,8 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
   /// Ends the call with `status` and `trailers` (Trailers-Only when nothing was sent).
   public func finish(_ status: GRPCStatus, trailers: GRPCMetadata = GRPCMetadata()) {
     loop.assertInEventLoop()
-    guard !isClosed else { return }
-    isClosed = true
-    let fields = Self.trailerFields(status, trailers, headersSent: headersSent)
+    guard let trailerFields = machine.finish(status, trailers: trailers) else { return }
+    let fields = Self.fields(trailerFields)
     perform { connection, call in
       guard !call.connectionEnded else { return }
       call.connectionEnded = true
@@ -176,11 +168,10 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
     }
   }
 
-  /// Resets the stream (fault injection, or giving up on a slow client).
-  public func reset(errorCode: UInt32 = 8) {
+  /// Resets the stream with `errorCode` (fault injection, or giving up on a slow client).
+  public func reset(errorCode: UInt32 = GRPCStatusMapping.HTTP2ErrorCode.cancel) {
     loop.assertInEventLoop()
-    guard !isClosed else { return }
-    isClosed = true
+    guard machine.reset() else { return }
     perform { connection, call in
       guard !call.connectionEnded else { return }
       call.connectionEnded = true
@@ -191,11 +182,11 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
   /// Runs `handler` when the client cancels the call or the connection drops.
   public func onCancel(_ handler: @escaping () -> Void) {
     loop.assertInEventLoop()
-    if isClosed { return }
+    if machine.isClosed { return }
     cancelHandlers.append(handler)
   }
 
-  /// Runs `body` on the call's loop after `delay` (cancelled calls still run it; check ``isClosed``).
+  /// Runs `body` on the call's loop after `delay`, whether or not the call has ended by then (check ``isClosed``).
   public func schedule(after delay: Duration, _ body: @escaping () -> Void) {
     loop.assertInEventLoop()
     loop.scheduleTimer(after: delay, body)
@@ -221,8 +212,7 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
 
   /// On the service's loop: runs the cancel handlers once.
   private func cancelledByPeer() {
-    guard !isClosed else { return }
-    isClosed = true
+    guard machine.peerClosed() else { return }
     let handlers = cancelHandlers
     cancelHandlers = []
     for handler in handlers { handler() }

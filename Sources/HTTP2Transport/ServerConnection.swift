@@ -438,7 +438,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       "refused a request while it arrived",
       metadata: ["stream": "\(streamID)", "path": "\(request.path)", "status": "\(status)"])
     submitHeaders(
-      streamID: streamID, GRPCServerCall.trailerFields(status, GRPCMetadata(), headersSent: false), endStream: true)
+      streamID: streamID, GRPCServerCall.refusalFields(status), endStream: true)
     // Not now: nghttp2 drops a stream's queued HEADERS once RST_STREAM is submitted for it. The flush
     // submitHeaders scheduled runs first (tasks run in order) and sends the HEADERS; then the reset.
     loop.executeSoon { [weak self] in
@@ -514,7 +514,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private func answer(_ call: GRPCServerCall, _ status: GRPCStatus) {
     call.connectionEnded = true
     submitHeaders(
-      streamID: call.streamID, GRPCServerCall.trailerFields(status, GRPCMetadata(), headersSent: false), endStream: true
+      streamID: call.streamID, GRPCServerCall.refusalFields(status), endStream: true
     )
   }
 

@@ -89,6 +89,12 @@ public final class InMemoryTransport: GRPCClientTransport, Sendable {
 
 /// One call, as the service sees it and as it reaches the client's handler. Confined to the scheduler.
 ///
+/// It runs the real rules on both sides: the service's steps go through a ``GRPCServerCallMachine``, which turns
+/// them into header fields and framed messages as a server would send them; each reaches the client one scheduler
+/// task later, where a ``GRPCClientCall`` checks it and decides what the handler hears, as a channel's connection
+/// would. A local end on the client's side (a cancel, the deadline, a response it refuses) reaches the service as a
+/// cancellation, as RST_STREAM would. There is no copy of either side's rules here.
+///
 /// `@unchecked Sendable`: every field is touched only on the scheduler.
 final class InMemoryServerCall: GRPCServerCallContext, @unchecked Sendable {
   let path: String
@@ -97,14 +103,16 @@ final class InMemoryServerCall: GRPCServerCallContext, @unchecked Sendable {
   let requestMetadata: GRPCMetadata
   let authority = "in-memory"
   let timeout: Duration?
-  let maxReceiveMessageSize: Int
   let virtualScheduler: VirtualScheduler
   var scheduler: any GRPCScheduler { virtualScheduler }
   private let handler: any GRPCCallHandler
   private weak var transport: InMemoryTransport?
-  private(set) var isClosed = false
-  private var headersSent = false
-  private var messagesSent = 0
+  /// The server's side: what the service's steps send.
+  private var server = GRPCServerCallMachine()
+  /// The client's side: what arrives, checked as a channel checks it.
+  private var client: GRPCClientCall
+  /// The handler heard the end: nothing more reaches it.
+  private var finishDelivered = false
   private var cancelHandlers: [() -> Void] = []
   private var deadlineTimer: GRPCTimerID?
 
@@ -118,101 +126,112 @@ final class InMemoryServerCall: GRPCServerCallContext, @unchecked Sendable {
     self.kind = kind
     self.requestMetadata = metadata
     self.timeout = timeout
-    self.maxReceiveMessageSize = maxReceiveMessageSize
     self.virtualScheduler = scheduler
     self.handler = handler
     self.transport = transport
+    self.client = GRPCClientCall(kind: kind, maxReceiveMessageSize: maxReceiveMessageSize)
   }
 
+  var isClosed: Bool { server.isClosed }
   var outboundBufferedBytes: Int { 0 }
 
   func armDeadline() {
     guard let timeout else { return }
     deadlineTimer = virtualScheduler.scheduleTimer(after: timeout) { [self] in
       deadlineTimer = nil
-      guard !isClosed else { return }
-      finishClient(GRPCStatus(code: .deadlineExceeded, message: "deadline exceeded"))
-      notifyCancel()
+      clientDecided(client.deadlineExceeded(), remoteEnded: false)
     }
   }
 
+  // MARK: - The service's side
+
   func sendHeaders(_ metadata: GRPCMetadata) {
-    guard !isClosed, !headersSent else { return }
-    headersSent = true
-    virtualScheduler.executeSoon { [self] in
-      if !finishDelivered { handler.callDidReceiveHeaders(metadata) }
-    }
+    guard let fields = server.sendHeaders(metadata) else { return }
+    deliver { $0.receiveHeaders(fields, endStream: false) }
   }
 
   func send(_ message: [UInt8]) {
-    guard !isClosed else { return }
-    if !headersSent { sendHeaders(GRPCMetadata()) }
-    if kind == .unary && messagesSent >= 1 {
-      finishClient(GRPCStatus(code: .internalError, message: "unary call received more than one response message"))
-      notifyCancel()
-      return
-    }
-    if message.count > maxReceiveMessageSize {
-      finishClient(
-        GRPCStatus(
-          code: .resourceExhausted,
-          message: "response message of \(message.count) bytes exceeds the limit of \(maxReceiveMessageSize) bytes"))
-      notifyCancel()
-      return
-    }
-    messagesSent += 1
-    virtualScheduler.executeSoon { [self] in
-      // Messages already on their way arrive before the status; none after a local end (cancel, deadline).
-      guard !finishDelivered else { return }
-      message.withUnsafeBytes { handler.callDidReceiveMessage($0) }
-    }
+    guard case .send(let headersFirst) = server.sendMessage() else { return }
+    if let headersFirst { deliver { $0.receiveHeaders(headersFirst, endStream: false) } }
+    let framed = GRPCMessageFramer.framed(message)
+    deliver { $0.receiveData(framed) }
   }
 
   func send(bytes message: UnsafeRawBufferPointer) { send([UInt8](message)) }
 
   func finish(_ status: GRPCStatus, trailers: GRPCMetadata) {
-    guard !isClosed else { return }
-    var final = status
-    if status.isOK && kind == .unary && messagesSent == 0 {
-      final = GRPCStatus(code: .internalError, message: "unary call ended OK without a response message")
-    }
-    // After the messages already on their way.
-    isClosed = true
-    virtualScheduler.executeSoon { [self] in deliverFinish(final, trailers: trailers) }
+    guard let fields = server.finish(status, trailers: trailers) else { return }
+    deliver { $0.receiveHeaders(fields, endStream: true) }
   }
 
   func reset(errorCode: UInt32) {
-    guard !isClosed else { return }
-    let code = GRPCStatusMapping.code(forHTTP2ErrorCode: errorCode)
-    isClosed = true
-    virtualScheduler.executeSoon { [self] in
-      deliverFinish(GRPCStatus(code: code, message: "stream reset by the server"), trailers: GRPCMetadata())
-    }
+    guard server.reset() else { return }
+    deliver { call in call.clientDecided(call.client.streamClosed(http2ErrorCode: errorCode), remoteEnded: true) }
   }
 
-  func onCancel(_ handler: @escaping () -> Void) { cancelHandlers.append(handler) }
+  func onCancel(_ handler: @escaping () -> Void) {
+    guard !server.isClosed else { return }
+    cancelHandlers.append(handler)
+  }
 
+  /// Runs `body` after `delay` whether or not the call has ended, as ``GRPCServerCallContext`` says.
   func schedule(after delay: Duration, _ body: @escaping () -> Void) {
-    _ = virtualScheduler.scheduleTimer(after: delay) { [self] in
-      if !isClosed { body() }
-    }
+    _ = virtualScheduler.scheduleTimer(after: delay, body)
   }
 
+  // MARK: - The client's side
+
+  /// The caller cancelled the call.
   func cancelByClient() {
-    guard !isClosed else { return }
-    transport?.callCancelledByClient()
-    finishClient(GRPCStatus(code: .cancelled, message: "call cancelled by the client"))
-    notifyCancel()
+    guard !finishDelivered else { return }
+    if !server.isClosed { transport?.callCancelledByClient() }
+    clientDecided(client.cancel(), remoteEnded: false)
   }
 
-  /// Ends the call for the client now (a local decision: cancel, deadline, unreachable).
+  /// Ends the call for the client now, before the service saw it (the server is unreachable).
   func finishClient(_ status: GRPCStatus) {
-    guard !isClosed else { return }
-    isClosed = true
+    _ = server.peerClosed()
     deliverFinish(status, trailers: GRPCMetadata())
   }
 
-  private var finishDelivered = false
+  /// What the server sent reaches the client one scheduler task later, after what was sent before it.
+  private func deliver(_ arrival: @escaping (InMemoryServerCall) -> Void) {
+    virtualScheduler.executeSoon { [self] in
+      guard !finishDelivered else { return }
+      arrival(self)
+    }
+  }
+
+  private func receiveHeaders(_ fields: GRPCServerCallMachine.HeaderFields, endStream: Bool) {
+    clientDecided(client.receiveHeaders(fields, endStream: endStream), remoteEnded: endStream)
+  }
+
+  private func receiveData(_ framed: [UInt8]) {
+    let handler = handler
+    let action = framed.withUnsafeBytes { bytes in
+      client.receiveData(bytes, endStream: false) { message, compression in
+        handler.callDidReceiveMessage(message, compression: compression)
+      }
+    }
+    clientDecided(action, remoteEnded: false)
+  }
+
+  /// Carries out what the client's machine decided, as a channel's connection does: the headers to the handler, or
+  /// the end (a stream the client resets reaches the service as a cancellation). No retry in memory.
+  private func clientDecided(_ action: GRPCClientCall.Action, remoteEnded: Bool) {
+    switch action {
+    case .none:
+      return
+    case .deliverHeaders(let headers):
+      handler.callDidReceiveHeaders(headers)
+    case .finish(let status), .retryOrFinish(let status):
+      deliverFinish(status, trailers: client.trailers)
+      if !remoteEnded, server.peerClosed() { notifyCancel() }
+    case .resetAndFinish(_, let status):
+      deliverFinish(status, trailers: client.trailers)
+      if server.peerClosed() { notifyCancel() }
+    }
+  }
 
   private func deliverFinish(_ status: GRPCStatus, trailers: GRPCMetadata) {
     guard !finishDelivered else { return }
