@@ -123,11 +123,11 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     self.ownsGroup = configuration.eventLoopGroup == nil
     let resolution = NameResolution(
       resolver: resolver ?? target.makeResolver(), name: host, interval: configuration.resolutionInterval,
-      logger: logger)
+      backoff: configuration.backoff, logger: logger)
     self.resolution = resolution
     let loops = group.loops
     let serverEncodings = serverEncodings
-    let backoff = AddressBackoff()
+    let subchannels = Subchannels(backoff: configuration.backoff)
     // maxConnections shared out between the loops, at least one each.
     self.cores = loops.enumerated().map { index, loop in
       let share =
@@ -136,7 +136,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
         unchecked: ChannelCore(
           loop: loop, loopIndex: index, maxConnections: max(1, share), host: host, port: port,
           configuration: configuration, tlsContext: tlsContext, serverEncodings: serverEncodings,
-          resolution: resolution, backoff: backoff, logger: logger),
+          resolution: resolution, subchannels: subchannels, logger: logger),
         loop: loop)
     }
     resolution.attach(cores)

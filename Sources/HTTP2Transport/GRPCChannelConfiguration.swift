@@ -24,7 +24,7 @@ public struct GRPCChannelConfiguration: Sendable {
   /// exceeds (calls wait for a free stream once this many are open). Default 16.
   public var maxConnections: Int
   /// How reconnect attempts back off after failures.
-  public var backoff: ConnectionBackoff
+  public var backoff: RetryBackoff
   /// Keepalive pings on connections that carry calls: on by default (``Keepalive``'s
   /// defaults), so a server that stops answering is noticed and its calls end UNAVAILABLE.
   /// `nil` sends none.
@@ -58,7 +58,7 @@ public struct GRPCChannelConfiguration: Sendable {
     security: Security = .tls(.default),
     authority: String? = nil,
     maxConnections: Int = 16,
-    backoff: ConnectionBackoff = .init(),
+    backoff: RetryBackoff = RetryBackoff(maximum: .seconds(120)),
     keepalive: Keepalive? = Keepalive(),
     maxReceiveMessageSize: Int = 4 << 20,
     connectTimeout: Duration = .seconds(20),
@@ -100,56 +100,6 @@ public struct GRPCCompressionConfiguration: Sendable, Hashable {
   ) {
     self.requestEncoding = requestEncoding
     self.acceptedEncodings = acceptedEncodings
-  }
-}
-
-/// Exponential backoff with jitter between connection attempts, as grpc's
-/// connection-backoff document describes: the first retry after
-/// `initialBackoff`, each next one `multiplier` times longer up to
-/// `maxBackoff`, each randomised by ±`jitter`.
-public struct ConnectionBackoff: Sendable, Hashable {
-  /// The delay after the first failure. Default 1 s.
-  public var initialBackoff: Duration
-  /// The growth factor. Default 1.6.
-  public var multiplier: Double
-  /// The relative randomisation, 0...1. Default 0.2.
-  public var jitter: Double
-  /// The longest delay. Default 120 s.
-  public var maxBackoff: Duration
-
-  /// The parameters of grpc's connection-backoff document unless given.
-  public init(
-    initialBackoff: Duration = .seconds(1), multiplier: Double = 1.6, jitter: Double = 0.2,
-    maxBackoff: Duration = .seconds(120)
-  ) {
-    self.initialBackoff = initialBackoff
-    self.multiplier = multiplier
-    self.jitter = min(max(jitter, 0), 1)
-    self.maxBackoff = maxBackoff
-  }
-
-  /// The un-jittered delay before attempt `retry` (1 for the first retry).
-  public func baseDelay(retry: Int) -> Duration {
-    let initial = initialBackoff.inSeconds
-    let capped = min(initial * pow(multiplier, Double(max(0, retry - 1))), maxBackoff.inSeconds)
-    return .nanoseconds(Int64(capped * 1e9))
-  }
-
-  /// The delay before attempt `retry`, with jitter drawn from `generator`.
-  public func delay(retry: Int, using generator: inout some RandomNumberGenerator) -> Duration {
-    let base = baseDelay(retry: retry).inSeconds
-    let factor = jitter == 0 ? 1 : Double.random(in: (1 - jitter)...(1 + jitter), using: &generator)
-    return .nanoseconds(Int64(base * factor * 1e9))
-  }
-
-  private func pow(_ base: Double, _ exponent: Double) -> Double {
-    var result = 1.0
-    var remaining = Int(exponent)
-    while remaining > 0 {
-      result *= base
-      remaining -= 1
-    }
-    return result
   }
 }
 

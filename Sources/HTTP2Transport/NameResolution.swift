@@ -30,17 +30,22 @@ final class NameResolution: Sendable {
     var periodic: Task<Void, Never>?
     var resolutions = 0
     var failures = 0
+    /// Failed resolutions since the last success: they set the delay before calls stop failing fast.
+    var consecutiveFailures = 0
+    var random = SystemRandomNumberGenerator()
     var addresses: [String] = []
   }
 
   private let resolver: any GRPCNameResolver
   private let interval: Duration
+  private let backoff: RetryBackoff
   private let logger: Logger
   /// What resolution failures name when the resolver gave no reason.
   private let name: String
   private let state = Locked(State())
 
-  init(resolver: any GRPCNameResolver, name: String, interval: Duration, logger: Logger) {
+  init(resolver: any GRPCNameResolver, name: String, interval: Duration, backoff: RetryBackoff, logger: Logger) {
+    self.backoff = backoff
     self.resolver = resolver
     self.name = name
     self.interval = interval
@@ -128,20 +133,26 @@ final class NameResolution: Sendable {
       result = .failure(
         (error.cause as? ConnectionError) ?? .resolutionFailed(host: name, reason: error.message))
     }
-    let (cores, again) = state.withLock { state -> ([LoopBound<ChannelCore>], Bool) in
+    let (cores, again, delay) = state.withLock { state -> ([LoopBound<ChannelCore>], Bool, Duration?) in
       state.resolutions += 1
+      var delay: Duration?
       switch result {
-      case .success(let endpoints): state.addresses = endpoints.map(\.key)
-      case .failure: state.failures += 1
+      case .success(let endpoints):
+        state.addresses = endpoints.map(\.key)
+        state.consecutiveFailures = 0
+      case .failure:
+        state.failures += 1
+        state.consecutiveFailures += 1
+        delay = backoff.delay(retry: state.consecutiveFailures, using: &state.random)
       }
       state.running = false
       let again = state.again && !state.closed
       state.again = false
       if again { state.running = true }
-      return (state.closed ? [] : state.cores, again)
+      return (state.closed ? [] : state.cores, again, delay)
     }
     logger.debug("resolved", metadata: ["target": "\(name)", "result": "\(result.map { $0.map(\.key) })"])
-    for core in cores { core.loop.execute { core.value.resolved(result) } }
+    for core in cores { core.loop.execute { core.value.resolved(result, retryAfter: delay) } }
     if again { launch() }
   }
 

@@ -70,6 +70,24 @@ final class PendingCall {
     return head.headerFields().map { HTTP2HeaderField($0.name, $0.value) }
   }
 
+  /// Keeps framed request bytes (and the end, with `end`) written before the call has a stream: they go out when
+  /// it starts. `waiter` resumes at once while the kept bytes are within ``ClientConnection/requestBufferLimit``,
+  /// else once they went out (or the call ended).
+  func keepUnsent(_ bytes: [UInt8], end: Bool, waiter: CheckedContinuation<GRPCStatus?, Never>?) {
+    guard !requestEnded else {
+      waiter?.resume(returning: nil)
+      return
+    }
+    outbound.append(contentsOf: bytes)
+    if end { requestEnded = true }
+    guard let waiter else { return }
+    if outbound.count <= ClientConnection.requestBufferLimit {
+      waiter.resume(returning: nil)
+    } else {
+      writeWaiters.append(waiter)
+    }
+  }
+
   /// Whether the call may start again on another stream after its stream was refused: it has a retry left, and
   /// its request can be sent again (the whole single request is kept, or nothing of a streamed one was handed
   /// over). Takes the retry when it may.

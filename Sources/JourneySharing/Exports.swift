@@ -14,3 +14,4 @@
 @_exported public import struct GRPCProtocol.GRPCStatus
 @_exported public import enum GRPCProtocol.GRPCStatusCode
 @_exported public import struct GRPCProtocol.GRPCTransportStatistics
+@_exported public import struct GRPCProtocol.RetryBackoff

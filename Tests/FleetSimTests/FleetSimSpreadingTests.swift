@@ -81,7 +81,7 @@ struct FleetSimSpreadingTests {
       target: "ipv4:" + addresses.map(\.description).joined(separator: ","),
       configuration: GRPCChannelConfiguration(
         security: .plaintext,
-        backoff: ConnectionBackoff(initialBackoff: .milliseconds(50), maxBackoff: .milliseconds(200))))
+        backoff: RetryBackoff(initial: .milliseconds(50), maximum: .milliseconds(200))))
 
     // One call opens a connection to every address; wait until each server has it.
     var probe = GetTripRequest()

@@ -13,14 +13,14 @@ struct BackoffTests {
       [0, 1, 2, 3, 4, 5, 10, 11, 12, 20, 100],
       [1.0, 1.0, 1.6, 2.56, 4.096, 6.5536, 68.719476736, 109.9511627776, 120, 120, 120]))
   func defaultSchedule(retry: Int, expectedSeconds: Double) {
-    let delay = seconds(ConnectionBackoff().baseDelay(retry: retry))
+    let delay = seconds(RetryBackoff(maximum: .seconds(120)).baseDelay(retry: retry))
     #expect(abs(delay - expectedSeconds) < 1e-6, "retry \(retry): \(delay) s")
   }
 
   @Test("a custom schedule doubles from 50 ms up to 400 ms")
   func customSchedule() {
-    let backoff = ConnectionBackoff(
-      initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0.2, maxBackoff: .milliseconds(400))
+    let backoff = RetryBackoff(
+      initial: .milliseconds(50), multiplier: 2, jitter: 0.2, maximum: .milliseconds(400))
     let delays = (1...7).map { seconds(backoff.baseDelay(retry: $0)) }
     let expected = [0.05, 0.1, 0.2, 0.4, 0.4, 0.4, 0.4]
     #expect(zip(delays, expected).allSatisfy { abs($0 - $1) < 1e-9 }, "\(delays)")
@@ -28,7 +28,7 @@ struct BackoffTests {
 
   @Test("jittered delays stay within ±jitter of the base and spread over the range", arguments: [1, 2, 5, 12, 30])
   func jitterBounds(retry: Int) {
-    let backoff = ConnectionBackoff()
+    let backoff = RetryBackoff(maximum: .seconds(120))
     let base = seconds(backoff.baseDelay(retry: retry))
     var generator = SplitMix64(seed: UInt64(retry) * 7919)
     let delays = (0..<2000).map { _ in seconds(backoff.delay(retry: retry, using: &generator)) }
@@ -42,23 +42,23 @@ struct BackoffTests {
 
   @Test("the same seed gives the same delays; no jitter gives the base delay")
   func seededAndUnjittered() {
-    let backoff = ConnectionBackoff(
-      initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0.2, maxBackoff: .milliseconds(400))
+    let backoff = RetryBackoff(
+      initial: .milliseconds(50), multiplier: 2, jitter: 0.2, maximum: .milliseconds(400))
     var first = SplitMix64(seed: 1234)
     var second = SplitMix64(seed: 1234)
     let a = (1...10).map { backoff.delay(retry: $0, using: &first) }
     let b = (1...10).map { backoff.delay(retry: $0, using: &second) }
     #expect(a == b)
 
-    let flat = ConnectionBackoff(
-      initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0, maxBackoff: .milliseconds(400))
+    let flat = RetryBackoff(
+      initial: .milliseconds(50), multiplier: 2, jitter: 0, maximum: .milliseconds(400))
     var generator = SplitMix64(seed: 99)
     for retry in 1...8 {
       #expect(flat.delay(retry: retry, using: &generator) == flat.baseDelay(retry: retry))
     }
     // Jitter outside 0...1 is clamped.
-    #expect(ConnectionBackoff(jitter: 3).jitter == 1)
-    #expect(ConnectionBackoff(jitter: -1).jitter == 0)
+    #expect(RetryBackoff(jitter: 3).jitter == 1)
+    #expect(RetryBackoff(jitter: -1).jitter == 0)
   }
 
   @Test("calls to a port with nothing listening fail fast UNAVAILABLE; attempts back off")
@@ -66,8 +66,8 @@ struct BackoffTests {
     let reserved = try ReservedPort()
     defer { reserved.release() }
     let port = reserved.port
-    let backoff = ConnectionBackoff(
-      initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0.2, maxBackoff: .milliseconds(400))
+    let backoff = RetryBackoff(
+      initial: .milliseconds(50), multiplier: 2, jitter: 0.2, maximum: .milliseconds(400))
     let channel = try GRPCChannel(
       host: "127.0.0.1", port: port,
       configuration: GRPCChannelConfiguration(security: .plaintext, backoff: backoff, connectTimeout: .seconds(20)))
@@ -110,8 +110,8 @@ struct BackoffTests {
   func oneBackoffForAllLoops() async throws {
     let reserved = try ReservedPort()
     defer { reserved.release() }
-    let backoff = ConnectionBackoff(
-      initialBackoff: .milliseconds(50), multiplier: 2, jitter: 0.2, maxBackoff: .milliseconds(400))
+    let backoff = RetryBackoff(
+      initial: .milliseconds(50), multiplier: 2, jitter: 0.2, maximum: .milliseconds(400))
     let loops = 4
     var configuration = GRPCChannelConfiguration(security: .plaintext, backoff: backoff, connectTimeout: .seconds(20))
     configuration.eventLoopGroup = GRPCEventLoopGroup(loopCount: loops, name: "backoff-test")
@@ -165,8 +165,8 @@ struct BackoffTests {
     defer { reserved.release() }
     let port = reserved.port
 
-    let backoff = ConnectionBackoff(
-      initialBackoff: .milliseconds(20), multiplier: 1, jitter: 0, maxBackoff: .milliseconds(20))
+    let backoff = RetryBackoff(
+      initial: .milliseconds(20), multiplier: 1, jitter: 0, maximum: .milliseconds(20))
     let channel = try GRPCChannel(
       host: "127.0.0.1", port: port, configuration: GRPCChannelConfiguration(security: .plaintext, backoff: backoff))
     #expect(await unaryError(channel, path: Method.unary)?.code == .unavailable)

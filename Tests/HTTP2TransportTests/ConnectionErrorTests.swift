@@ -119,7 +119,7 @@ struct ConnectionErrorCauseTests {
     let channel = try GRPCChannel(
       host: "127.0.0.1", port: port,
       configuration: GRPCChannelConfiguration(
-        security: .plaintext, backoff: ConnectionBackoff(initialBackoff: .seconds(30), jitter: 0)))
+        security: .plaintext, backoff: RetryBackoff(initial: .seconds(30), jitter: 0)))
     let refused = ConnectionError.connectionRefused(address: "127.0.0.1:\(port)")
 
     let first = try #require(await unaryError(channel, path: Method.unary, request: [1]))

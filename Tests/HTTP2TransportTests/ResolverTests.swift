@@ -256,7 +256,7 @@ struct LoadSpreadingTests {
   @Test("killing one of three servers moves its streams to the others; every stream still ends OK")
   func killedServerMovesStreams() async throws {
     let set = try ServerSet(hosts: ["127.0.0.2", "127.0.0.3", "127.0.0.4"])
-    let backoff = ConnectionBackoff(initialBackoff: .milliseconds(50), maxBackoff: .milliseconds(200))
+    let backoff = RetryBackoff(initial: .milliseconds(50), maximum: .milliseconds(200))
     var configuration = Self.plaintext
     configuration.backoff = backoff
     let channel = try GRPCChannel(target: .addresses(set.addresses), configuration: configuration)
@@ -403,7 +403,7 @@ struct ReResolutionTests {
     let channel = try GRPCChannel(
       target: .addresses(set.addresses), resolver: resolver,
       configuration: GRPCChannelConfiguration(
-        security: .plaintext, backoff: ConnectionBackoff(initialBackoff: .milliseconds(20), jitter: 0)))
+        security: .plaintext, backoff: RetryBackoff(initial: .milliseconds(20), jitter: 0)))
     let response = channel.serverStreaming(path: Method.held, request: [])
     #expect(await eventually { await set.openCalls() == [1] })
     let before = resolver.resolutions

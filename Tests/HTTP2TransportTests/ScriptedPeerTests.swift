@@ -112,7 +112,7 @@ extension PythonPeerTests {
     func zeroStreams() async throws {
       let configure: (inout GRPCChannelConfiguration) -> Void = { configuration in
         configuration.connectTimeout = .seconds(1)
-        configuration.backoff = ConnectionBackoff(initialBackoff: .seconds(60), jitter: 0)
+        configuration.backoff = RetryBackoff(initial: .seconds(60), jitter: 0)
       }
       try await withScriptedServer(["--max-concurrent-streams", "0"], configure: configure) { _, channel in
         // Calls must not wait for their deadline (20 s) nor open a connection each.

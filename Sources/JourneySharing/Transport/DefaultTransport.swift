@@ -30,9 +30,7 @@ func makeDefaultTransport(_ configuration: JourneySharingConfiguration) throws(G
   channel.authority = connection.authority
   channel.maxConnections = connection.maxConnections
   channel.connectTimeout = connection.connectTimeout
-  channel.backoff = ConnectionBackoff(
-    initialBackoff: connection.reconnectBackoff.initial, multiplier: connection.reconnectBackoff.multiplier,
-    jitter: connection.reconnectBackoff.jitter, maxBackoff: connection.reconnectBackoff.maximum)
+  channel.backoff = connection.reconnectBackoff
   channel.keepalive = connection.keepaliveInterval.map {
     Keepalive(interval: $0, timeout: connection.keepaliveTimeout)
   }
