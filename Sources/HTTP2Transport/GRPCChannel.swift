@@ -249,19 +249,9 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     request: [UInt8],
     options: CallOptions = .init()
   ) async throws(GRPCError) -> GRPCUnaryResponse {
-    let collector = UnaryCollector()
-    let result: Result<GRPCUnaryResponse, GRPCError> = await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
-        collector.setContinuation(continuation)
-        let handle = startCall(
-          path: path, request: request, kind: .unary, options: options, handler: collector, receiver: nil
-        ).handle
-        collector.setHandle(handle)
-      }
-    } onCancel: {
-      collector.cancel()
-    }
-    return try result.get()
+    try await awaitUnaryResponse { handler in
+      startCall(path: path, request: request, kind: .unary, options: options, handler: handler, receiver: nil).handle
+    }.get()
   }
 
   /// Starts a server-streaming call; iterate the result for the response messages.
@@ -433,84 +423,5 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     total.resolutionFailures = counts.failures
     total.addresses = counts.addresses
     return total
-  }
-}
-
-/// The result of a unary or client-streaming call that ended OK.
-public struct GRPCUnaryResponse: Sendable {
-  /// The serialized response message (decompressed).
-  public var message: [UInt8]
-  /// The response headers.
-  public var headers: GRPCMetadata
-  /// The trailers.
-  public var trailers: GRPCMetadata
-  /// The encoding the message arrived compressed with, or `nil` when it arrived uncompressed.
-  public var compression: GRPCCompressionAlgorithm?
-}
-
-/// Collects one unary response and resumes the awaiting task.
-///
-/// `@unchecked Sendable`: the fields are guarded by `state`'s mutex.
-private final class UnaryCollector: GRPCCallHandler, @unchecked Sendable {
-  private struct State {
-    var continuation: CheckedContinuation<Result<GRPCUnaryResponse, GRPCError>, Never>?
-    var handle: GRPCCallHandle?
-    var cancelRequested = false
-    var headers = GRPCMetadata()
-    var message: [UInt8]?
-    var compression: GRPCCompressionAlgorithm?
-  }
-  private let state = Locked(State())
-
-  func setContinuation(_ continuation: CheckedContinuation<Result<GRPCUnaryResponse, GRPCError>, Never>) {
-    state.withLock { $0.continuation = continuation }
-  }
-
-  func setHandle(_ handle: GRPCCallHandle) {
-    let cancel = state.withLock { state -> Bool in
-      state.handle = handle
-      return state.cancelRequested
-    }
-    if cancel { handle.cancel() }
-  }
-
-  func cancel() {
-    let handle = state.withLock { state -> GRPCCallHandle? in
-      state.cancelRequested = true
-      return state.handle
-    }
-    handle?.cancel()
-  }
-
-  func callDidReceiveHeaders(_ headers: GRPCMetadata) {
-    state.withLock { $0.headers = headers }
-  }
-
-  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
-    callDidReceiveMessage(message, compression: nil)
-  }
-
-  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer, compression: GRPCCompressionAlgorithm?) {
-    let copy = [UInt8](message)
-    state.withLock {
-      $0.message = copy
-      $0.compression = compression
-    }
-  }
-
-  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
-    let (continuation, headers, message, compression) = state.withLock { state in
-      let taken = state.continuation
-      state.continuation = nil
-      return (taken, state.headers, state.message, state.compression)
-    }
-    guard let continuation else { return }
-    if status.code == .ok {
-      continuation.resume(
-        returning: .success(
-          GRPCUnaryResponse(message: message ?? [], headers: headers, trailers: trailers, compression: compression)))
-    } else {
-      continuation.resume(returning: .failure(GRPCError(status: status, trailers: trailers)))
-    }
   }
 }

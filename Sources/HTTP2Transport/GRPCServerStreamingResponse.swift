@@ -88,13 +88,13 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
       var consumerFailure: GRPCCallResult?
       var waiter: CheckedContinuation<Void, Never>?
       var resultWaiters: [CheckedContinuation<GRPCCallResult, Never>] = []
-      var handle: GRPCCallHandle?
-      var cancelRequested = false
       var releasePending = 0
 
       var outcome: GRPCCallResult? { consumerFailure ?? final }
     }
     private let state = Locked(State())
+    /// The call's handle; a cancellation asked for before it arrived reaches the call when it does.
+    private let lateHandle = LateCallHandle()
     private let maxReceiveMessageSize: Int
 
     init(maxReceiveMessageSize: Int) {
@@ -103,24 +103,16 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
 
     /// Whether the call has ended, or its end was asked for (cancelled, or failed by the consumer).
     var isEndedOrEnding: Bool {
-      state.withLock { $0.final != nil || $0.cancelRequested || $0.consumerFailure != nil }
+      lateHandle.cancelRequested || state.withLock { $0.final != nil || $0.consumerFailure != nil }
     }
 
     func setHandle(_ handle: GRPCCallHandle) {
-      let cancel = state.withLock { state -> Bool in
-        state.handle = handle
-        return state.cancelRequested && state.final == nil
-      }
-      if cancel { handle.cancel() }
+      lateHandle.set(handle)
     }
 
     func cancelIfUnfinished() {
-      let handle = state.withLock { state -> GRPCCallHandle? in
-        guard state.final == nil else { return nil }
-        state.cancelRequested = true
-        return state.handle
-      }
-      handle?.cancel()
+      guard state.withLock({ $0.final == nil }) else { return }
+      lateHandle.cancel()
     }
 
     func callDidReceiveHeaders(_ headers: GRPCMetadata) {
@@ -183,7 +175,7 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
             if state.releasePending >= 16 * 1024 || state.messages.isEmpty {
               let bytes = state.releasePending
               state.releasePending = 0
-              return .message(message, release: state.handle, bytes: bytes)
+              return .message(message, release: lateHandle.current, bytes: bytes)
             }
             return .message(message, release: nil, bytes: 0)
           }
@@ -233,7 +225,7 @@ public final class GRPCServerStreamingResponse: AsyncSequence, Sendable {
         state.head = 0
         let waiters = state.final == nil ? [] : state.resultWaiters
         if state.final != nil { state.resultWaiters = [] }
-        return (state.handle, waiters, result)
+        return (lateHandle.current, waiters, result)
       }
       handle?.abort(error.status)
       for waiter in resultWaiters { waiter.resume(returning: result) }

@@ -34,8 +34,10 @@ extension TripService {
     request.name = tripName
     request.view = configuration.view
     request.routeFormatType = configuration.routeFormat
-    let message = try await unaryCall(
-      path: FleetEngineMethods.unaryGetTrip, request: request.serializedBytes(), options: options)
+    let message = try await core.transport.unary(
+      path: FleetEngineMethods.unaryGetTrip, request: request.serializedBytes(), options: options,
+      on: core.scheduler(forTrip: tripName)
+    ).message
     let trip: Trip
     do {
       trip = try Trip(serializedBytes: message, options: configuration.limits.decodingOptions)
@@ -46,73 +48,5 @@ extension TripService {
       throw GRPCError(code: .resourceExhausted, message: violation.message)
     }
     return trip
-  }
-
-  /// One unary call through the services' transport, on the scheduler of the trip; returns the response
-  /// message or throws the call's status.
-  private func unaryCall(path: String, request: [UInt8], options: CallOptions) async throws(GRPCError) -> [UInt8] {
-    let scheduler = core.scheduler(forTrip: path)
-    let collector = UnaryResponseCollector()
-    let result: Result<[UInt8], GRPCError> = await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
-        collector.setContinuation(continuation)
-        collector.setHandle(
-          core.transport.startCall(
-            path: path, request: request, kind: .unary, options: options, on: scheduler, handler: collector))
-      }
-    } onCancel: {
-      collector.cancel()
-    }
-    return try result.get()
-  }
-}
-
-/// Collects one unary response and resumes the awaiting task. `@unchecked Sendable`: the fields are guarded
-/// by `state`'s lock.
-private final class UnaryResponseCollector: GRPCCallHandler, @unchecked Sendable {
-  private struct State {
-    var continuation: CheckedContinuation<Result<[UInt8], GRPCError>, Never>?
-    var handle: GRPCCallHandle?
-    var cancelRequested = false
-    var message: [UInt8]?
-  }
-  private let state = Locked(State())
-
-  func setContinuation(_ continuation: CheckedContinuation<Result<[UInt8], GRPCError>, Never>) {
-    state.withLock { $0.continuation = continuation }
-  }
-
-  func setHandle(_ handle: GRPCCallHandle) {
-    let cancel = state.withLock { state -> Bool in
-      state.handle = handle
-      return state.cancelRequested
-    }
-    if cancel { handle.cancel() }
-  }
-
-  func cancel() {
-    state.withLock { state -> GRPCCallHandle? in
-      state.cancelRequested = true
-      return state.handle
-    }?.cancel()
-  }
-
-  func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {
-    let copy = [UInt8](message)
-    state.withLock { $0.message = copy }
-  }
-
-  func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {
-    let (continuation, message) = state.withLock { state in
-      let taken = state.continuation
-      state.continuation = nil
-      return (taken, state.message)
-    }
-    guard let continuation else { return }
-    if status.code == .ok {
-      continuation.resume(returning: .success(message ?? []))
-    } else {
-      continuation.resume(returning: .failure(GRPCError(status: status, trailers: trailers)))
-    }
   }
 }
