@@ -387,56 +387,6 @@ public struct ProtoJSONWriter: Sendable {
 
   /// Appends `value` as a quoted JSON string, escaped as Python's `json.dumps` does.
   mutating func appendQuoted(_ value: String) {
-    bytes.append(UInt8(ascii: "\""))
-    if options.escapingNonASCII {
-      for scalar in value.unicodeScalars {
-        let v = scalar.value
-        if v < 0x80 {
-          appendEscapedASCII(UInt8(v), escapingDelete: true)
-        } else if v < 0x1_0000 {
-          appendUnicodeEscape(UInt16(v))
-        } else {
-          let offset = v - 0x1_0000
-          appendUnicodeEscape(UInt16(0xD800 + (offset >> 10)))
-          appendUnicodeEscape(UInt16(0xDC00 + (offset & 0x3FF)))
-        }
-      }
-    } else {
-      for byte in value.utf8 {
-        if byte < 0x80 {
-          appendEscapedASCII(byte, escapingDelete: false)
-        } else {
-          bytes.append(byte)
-        }
-      }
-    }
-    bytes.append(UInt8(ascii: "\""))
-  }
-
-  private mutating func appendEscapedASCII(_ byte: UInt8, escapingDelete: Bool) {
-    switch byte {
-    case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-    case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-    case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-    case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-    case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-    case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-    case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-    case 0..<0x20: appendUnicodeEscape(UInt16(byte))
-    case 0x7F where escapingDelete: appendUnicodeEscape(0x7F)
-    default: bytes.append(byte)
-    }
-  }
-
-  private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-  /// `\uXXXX` with lowercase hex digits, as Python writes it.
-  private mutating func appendUnicodeEscape(_ unit: UInt16) {
-    let hex = Self.hexDigits
-    bytes.append(UInt8(ascii: "\\"))
-    bytes.append(UInt8(ascii: "u"))
-    for shift in stride(from: 12, through: 0, by: -4) {
-      bytes.append(hex[Int((unit >> UInt16(shift)) & 0xF)])
-    }
+    JSONString.append(value, to: &bytes, escaping: .python(asciiOnly: options.escapingNonASCII))
   }
 }

@@ -9,6 +9,8 @@
 // The writer emits object members sorted by the UTF-8 bytes of their names and
 // no insignificant whitespace, so equal claims always serialize to equal bytes.
 
+import Primitives
+
 /// Reads one JSON text into a ``JWTClaimValue``.
 struct JSONReader {
   /// The deepest nesting of arrays and objects accepted (the outermost counts as 1).
@@ -164,13 +166,11 @@ struct JSONReader {
   private mutating func parseEscape(into utf8: inout [UInt8]) throws(JWTError) {
     guard let byte = peek() else { throw failure("unterminated string") }
     position += 1
+    if let plain = JSONString.unescaped(byte) {
+      utf8.append(plain)
+      return
+    }
     switch byte {
-    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): utf8.append(byte)
-    case UInt8(ascii: "b"): utf8.append(0x08)
-    case UInt8(ascii: "f"): utf8.append(0x0C)
-    case UInt8(ascii: "n"): utf8.append(0x0A)
-    case UInt8(ascii: "r"): utf8.append(0x0D)
-    case UInt8(ascii: "t"): utf8.append(0x09)
     case UInt8(ascii: "u"):
       let unit = try parseHex4()
       var scalarValue = UInt32(unit)
@@ -308,24 +308,7 @@ enum JSONWriter {
   }
 
   private static func writeString(_ string: String, into out: inout [UInt8]) {
-    out.append(UInt8(ascii: "\""))
-    for byte in string.utf8 {
-      switch byte {
-      case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-      case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-      case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-      case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-      case 0x09: out.append(contentsOf: #"\t"#.utf8)
-      case 0x08: out.append(contentsOf: #"\b"#.utf8)
-      case 0x0C: out.append(contentsOf: #"\f"#.utf8)
-      case 0x00..<0x20:
-        let hex = Array("0123456789abcdef".utf8)
-        out.append(contentsOf: #"\u00"#.utf8)
-        out.append(hex[Int(byte >> 4)])
-        out.append(hex[Int(byte & 0x0F)])
-      default: out.append(byte)
-      }
-    }
-    out.append(UInt8(ascii: "\""))
+    JSONString.append(string, to: &out)
   }
+
 }

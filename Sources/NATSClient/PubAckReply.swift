@@ -5,6 +5,8 @@
 // reader below takes exactly those fields from a JSON object and skips every other value, whatever its kind;
 // anything that is not a well-formed JSON object (within a nesting depth of 8) is no PubAck.
 
+import Primitives
+
 /// What a stream answered to a publish.
 package enum PubAckReply: Equatable, Sendable {
   /// Stored (or a duplicate of a stored message).
@@ -127,13 +129,11 @@ struct JSONFieldReader {
         guard index < bytes.count else { break }
         let escaped = bytes[index]
         index += 1
+        if let plain = JSONString.unescaped(escaped) {
+          utf8.append(plain)
+          continue
+        }
         switch escaped {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): utf8.append(escaped)
-        case UInt8(ascii: "b"): utf8.append(0x08)
-        case UInt8(ascii: "f"): utf8.append(0x0C)
-        case UInt8(ascii: "n"): utf8.append(0x0A)
-        case UInt8(ascii: "r"): utf8.append(0x0D)
-        case UInt8(ascii: "t"): utf8.append(0x09)
         case UInt8(ascii: "u"):
           guard let value = readHex4() else {
             _ = fail()

@@ -1,5 +1,7 @@
 // Sources/tripwatch/JSONLine.swift - compact JSON output, one object per line, keys in order
 
+import Primitives
+
 /// A JSON value rendered in the order it was built.
 enum JSONValue {
   case string(String)
@@ -43,21 +45,7 @@ enum JSONValue {
   }
 
   static func renderString(_ s: String, into out: inout String) {
-    out += "\""
-    for scalar in s.unicodeScalars {
-      switch scalar {
-      case "\"": out += "\\\""
-      case "\\": out += "\\\\"
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      case _ where scalar.value < 0x20:
-        let hex = String(scalar.value, radix: 16)
-        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-      default: out.unicodeScalars.append(scalar)
-      }
-    }
-    out += "\""
+    JSONString.append(s, to: &out)
   }
 }
 

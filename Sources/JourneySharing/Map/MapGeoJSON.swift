@@ -10,6 +10,7 @@
 // writer does the JSON, so no Foundation is needed.
 
 import FleetEngineMessages
+import Primitives
 
 extension JourneySharingMapState {
   /// The state as a GeoJSON FeatureCollection (RFC 7946), one line, no whitespace.
@@ -141,25 +142,7 @@ struct MapJSONWriter {
   /// Appends `value` as a JSON string: quotes, backslashes and control characters escaped, and U+2028/U+2029
   /// too so the output is also a valid JavaScript literal.
   mutating func string(_ value: String) {
-    output += "\""
-    for scalar in value.unicodeScalars {
-      switch scalar {
-      case "\"": output += "\\\""
-      case "\\": output += "\\\\"
-      case "\n": output += "\\n"
-      case "\r": output += "\\r"
-      case "\t": output += "\\t"
-      case "\u{08}": output += "\\b"
-      case "\u{0C}": output += "\\f"
-      default:
-        if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029 {
-          output += "\\u" + Self.hex4(scalar.value)
-        } else {
-          output.unicodeScalars.append(scalar)
-        }
-      }
-    }
-    output += "\""
+    JSONString.append(value, to: &output)
   }
 
   /// Appends `value` with at most `maxFractionDigits` decimals, or `null` when it is not finite.
@@ -268,13 +251,4 @@ struct MapJSONWriter {
     return text
   }
 
-  /// Four lowercase hexadecimal digits.
-  private static func hex4(_ value: UInt32) -> String {
-    let digits = Array("0123456789abcdef")
-    var text = ""
-    for shift in stride(from: 12, through: 0, by: -4) {
-      text.append(digits[Int((value >> UInt32(shift)) & 0xF)])
-    }
-    return text
-  }
 }
