@@ -11,6 +11,7 @@
 // `threadsKept`. Jobs beyond `maxThreads` wait in FIFO order.
 
 internal import CNATS
+import Primitives
 
 #if canImport(Glibc)
   import Glibc
@@ -30,17 +31,16 @@ final class BlockingThreadPool: @unchecked Sendable {
   private let threadsKept: Int
   private let idleTimeoutSeconds: Int
 
-  // Unsafe pointers: pthread objects must keep one address for their lifetime; the shared pool is never
-  // deallocated, and a pool made for a test is only released after its threads are gone (they retain it).
-  private let lock: UnsafeMutablePointer<pthread_mutex_t>
-  private let workAvailable: UnsafeMutablePointer<pthread_cond_t>
+  private struct State {
+    var queue: [(@Sendable () -> Void)?] = []
+    var queueHead = 0
+    var threads = 0
+    var idleThreads = 0
+    var threadsStarted = 0
+  }
 
-  // Guarded by `lock`.
-  private var queue: [(@Sendable () -> Void)?] = []
-  private var queueHead = 0
-  private var threads = 0
-  private var idleThreads = 0
-  private var threadsStarted = 0
+  /// The queue and the thread counts; its condition is "work available".
+  private let state = Locked(State(), conditions: 1)
 
   init(name: String, maxThreads: Int, threadsKept: Int, idleTimeoutSeconds: Int) {
     precondition(maxThreads >= 1 && threadsKept >= 0 && idleTimeoutSeconds >= 1)
@@ -48,33 +48,22 @@ final class BlockingThreadPool: @unchecked Sendable {
     self.maxThreads = maxThreads
     self.threadsKept = threadsKept
     self.idleTimeoutSeconds = idleTimeoutSeconds
-    lock = .allocate(capacity: 1)
-    workAvailable = .allocate(capacity: 1)
-    pthread_mutex_init(lock, nil)
-    pthread_cond_init(workAvailable, nil)
-  }
-
-  deinit {
-    pthread_cond_destroy(workAvailable)
-    pthread_mutex_destroy(lock)
-    workAvailable.deallocate()
-    lock.deallocate()
   }
 
   /// Runs `job` on a pool thread. Never blocks the caller (beyond a short mutex) and never runs `job` inline.
   func submit(_ job: @escaping @Sendable () -> Void) {
-    pthread_mutex_lock(lock)
-    queue.append(job)
-    let queued = queue.count - queueHead
-    // Every queued job needs an idle thread of its own; start one when there are fewer idle threads than jobs.
-    let start = queued > idleThreads && threads < maxThreads
-    if start {
-      threads += 1
-      threadsStarted += 1
+    let (start, index) = state.withLock { state -> (Bool, Int) in
+      state.queue.append(job)
+      let queued = state.queue.count - state.queueHead
+      // Every queued job needs an idle thread of its own; start one when there are fewer idle threads than jobs.
+      let start = queued > state.idleThreads && state.threads < maxThreads
+      if start {
+        state.threads += 1
+        state.threadsStarted += 1
+      }
+      if state.idleThreads > 0 { self.state.signal() }
+      return (start, state.threadsStarted)
     }
-    let index = threadsStarted
-    if idleThreads > 0 { pthread_cond_signal(workAvailable) }
-    pthread_mutex_unlock(lock)
     if start { startThread(index: index) }
   }
 
@@ -101,9 +90,38 @@ final class BlockingThreadPool: @unchecked Sendable {
 
   /// The number of pool threads alive now (for tests and diagnostics).
   var threadCount: Int {
-    pthread_mutex_lock(lock)
-    defer { pthread_mutex_unlock(lock) }
-    return threads
+    state.withLock { $0.threads }
+  }
+
+  /// The next job for this thread, waiting for one; nil when the thread is to end (idle beyond the timeout
+  /// while more than `threadsKept` threads live).
+  private func nextJob() -> (@Sendable () -> Void)? {
+    state.withLock { state, waiter in
+      while true {
+        if state.queueHead < state.queue.count {
+          let job = state.queue[state.queueHead].take()
+          state.queueHead += 1
+          if state.queueHead == state.queue.count {
+            state.queue.removeAll(keepingCapacity: state.queue.count <= 1024)
+            state.queueHead = 0
+          }
+          return job
+        }
+        state.idleThreads += 1
+        var woken = true
+        if state.threads > threadsKept {
+          let deadline = monotonicNanoseconds() + UInt64(idleTimeoutSeconds) * 1_000_000_000
+          woken = waiter.wait(untilMonotonic: deadline)
+        } else {
+          waiter.wait()
+        }
+        state.idleThreads -= 1
+        if !woken && state.queueHead == state.queue.count && state.threads > threadsKept {
+          state.threads -= 1
+          return nil
+        }
+      }
+    }
   }
 
   /// Runs `job`; being `consuming`, it is released by the time this returns.
@@ -130,40 +148,11 @@ final class BlockingThreadPool: @unchecked Sendable {
 
   private func runWorker(index: Int) {
     nameCurrentThread("\(name)-\(index)")
-    pthread_mutex_lock(lock)
-    while true {
-      if queueHead < queue.count {
-        let job = queue[queueHead].take()
-        queueHead += 1
-        if queueHead == queue.count {
-          queue.removeAll(keepingCapacity: queue.count <= 1024)
-          queueHead = 0
-        }
-        pthread_mutex_unlock(lock)
-        // The job (and whatever it captured) must be released before the lock is taken again: a deinit
-        // it triggers may submit a job of its own.
-        Self.runAndRelease(consume job)
-        pthread_mutex_lock(lock)
-        continue
-      }
-      idleThreads += 1
-      let timedOut: Bool
-      if threads > threadsKept {
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        deadline.tv_sec += idleTimeoutSeconds
-        timedOut = pthread_cond_timedwait(workAvailable, lock, &deadline) == ETIMEDOUT
-      } else {
-        pthread_cond_wait(workAvailable, lock)
-        timedOut = false
-      }
-      idleThreads -= 1
-      if timedOut && queueHead == queue.count && threads > threadsKept {
-        threads -= 1
-        break
-      }
+    while let job = nextJob() {
+      // The job (and whatever it captured) must be released before the lock is taken again: a deinit it
+      // triggers may submit a job of its own.
+      Self.runAndRelease(consume job)
     }
-    pthread_mutex_unlock(lock)
     // libnats keeps per-thread state (the last error); give it back before the thread ends.
     nats_ReleaseThreadMemory()
   }

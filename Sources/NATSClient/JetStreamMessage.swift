@@ -113,7 +113,7 @@ final class NativeMessage: @unchecked Sendable {
   // points to (and its connection) alive as long as the message.
   private let pointer: OpaquePointer
   private let subscription: SubscriptionHandle
-  private let serializer = SerialLock()
+  private let serializer = Locked()
 
   /// The libnats message, for reading fields libnats never changes (subject, reply).
   var pointerForReading: OpaquePointer { pointer }
@@ -200,7 +200,7 @@ package final class InProgressConfirmer: Sendable {
   private let subscription: SubscriptionHandle
   private let prefix: String
   private let round = Locked<UInt64>(0)
-  private let serializer = SerialLock()
+  private let serializer = Locked()
 
   /// A confirmer on `jetStream`'s connection.
   package init(_ jetStream: JetStream) async throws(NATSError) {

@@ -15,7 +15,7 @@ extension JetStream {
     /// The consumer's name.
     package let consumer: String
     let handle: SubscriptionHandle
-    private let fetchLock = SerialLock()
+    private let fetchLock = Locked()
 
     init(stream: String, consumer: String, handle: SubscriptionHandle) {
       self.stream = stream

@@ -1,36 +1,53 @@
-// Sources/Primitives/Locked.swift - a pthread mutex around a value, for cold cross-thread state
+// Sources/Primitives/Locked.swift - the one lock: a pthread mutex around a value, with conditions to wait on
 //
-// `Synchronization.Mutex` would do, but on Linux ThreadSanitizer cannot see the
-// ordering it provides (it uses futexes directly) and reports every access it
-// guards as a race. A pthread mutex is intercepted by TSan, so the sanitizer runs
-// stay meaningful. Used only off the hot path: task hand-off to a loop, call
-// set-up and completion, registration.
+// `Synchronization.Mutex` would do, but on Linux ThreadSanitizer cannot see the ordering it provides (it uses
+// futexes directly) and reports every access it guards as a race. A pthread mutex is intercepted by TSan, so
+// the sanitizer runs stay meaningful. Every lock in the package is a `Locked`: cold cross-thread state (task
+// hand-off to a loop, call set-up and completion, registration), the delivery threads' parking, the NATS
+// thread pool, the serialization of blocking libnats calls (`Locked<Void>`). A `Locked` made with conditions
+// also lets a holder wait (``Waiter``), releasing the mutex meanwhile.
 
 #if canImport(Glibc)
   import Glibc
+#elseif canImport(Musl)
+  import Musl
 #endif
 
-/// A value guarded by a pthread mutex.
+/// A value only reachable with its mutex held.
 ///
-/// `@unchecked Sendable`: `value` is only read or written inside `withLock`, under the mutex.
+/// `@unchecked Sendable`: `value` is read and written only between `pthread_mutex_lock` and `_unlock`.
 package final class Locked<Value>: @unchecked Sendable {
+  // Unsafe pointers: the mutex and conditions live at stable heap addresses for their whole life, as pthreads
+  // requires.
   private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+  private let conditions: UnsafeMutablePointer<pthread_cond_t>
+  private let conditionCount: Int
   private var value: Value
 
-  /// Guards `value`.
-  package init(_ value: Value) {
+  /// `value` behind a mutex, with `conditions` condition variables (on the monotonic clock) to wait on.
+  package init(_ value: Value, conditions: Int = 0) {
     self.value = value
-    // The mutex lives at a stable heap address for its whole life, as pthreads requires.
     mutex = .allocate(capacity: 1)
     pthread_mutex_init(mutex, nil)
+    conditionCount = conditions
+    self.conditions = .allocate(capacity: max(1, conditions))
+    if conditions > 0 {
+      var attributes = pthread_condattr_t()
+      pthread_condattr_init(&attributes)
+      pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+      for index in 0..<conditions { pthread_cond_init(self.conditions + index, &attributes) }
+      pthread_condattr_destroy(&attributes)
+    }
   }
 
   deinit {
+    for index in 0..<conditionCount { pthread_cond_destroy(conditions + index) }
+    conditions.deallocate()
     pthread_mutex_destroy(mutex)
     mutex.deallocate()
   }
 
-  /// Runs `body` with exclusive access to the value.
+  /// Runs `body` with the mutex held.
   @inline(__always)
   package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure)
     -> Result
@@ -38,5 +55,59 @@ package final class Locked<Value>: @unchecked Sendable {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
     return try body(&value)
+  }
+
+  /// Runs `body` with the mutex held and a ``Waiter`` that can wait on this lock's conditions.
+  package func withLock<Result, Failure: Error>(
+    _ body: (inout Value, Waiter) throws(Failure) -> Result
+  ) throws(Failure) -> Result {
+    pthread_mutex_lock(mutex)
+    defer { pthread_mutex_unlock(mutex) }
+    return try body(&value, Waiter(mutex: mutex, conditions: conditions, count: conditionCount))
+  }
+
+  /// Wakes one thread waiting on `condition` (it re-checks what it waits for under the mutex).
+  package func signal(_ condition: Int = 0) {
+    precondition(condition < conditionCount, "no such condition")
+    pthread_cond_signal(conditions + condition)
+  }
+
+  /// Wakes every thread waiting on `condition`.
+  package func broadcast(_ condition: Int = 0) {
+    precondition(condition < conditionCount, "no such condition")
+    pthread_cond_broadcast(conditions + condition)
+  }
+
+  /// Waits on a lock's conditions, from inside ``withLock(_:)-(inout Value, Waiter)``: the mutex is released while
+  /// waiting and held again on return. Wakes can be spurious: wait in a loop over what is awaited.
+  package struct Waiter {
+    fileprivate let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    fileprivate let conditions: UnsafeMutablePointer<pthread_cond_t>
+    fileprivate let count: Int
+
+    /// Waits for a wake on `condition`.
+    package func wait(_ condition: Int = 0) {
+      precondition(condition < count, "no such condition")
+      pthread_cond_wait(conditions + condition, mutex)
+    }
+
+    /// Waits for a wake on `condition` until `deadline` on the monotonic clock (nanoseconds); false when the
+    /// deadline passed first.
+    package func wait(_ condition: Int = 0, untilMonotonic deadline: UInt64) -> Bool {
+      precondition(condition < count, "no such condition")
+      var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+      return pthread_cond_timedwait(conditions + condition, mutex, &time) != ETIMEDOUT
+    }
+  }
+}
+
+extension Locked where Value == Void {
+  /// A mutex that guards no value: it serializes what runs under it.
+  package convenience init() { self.init(()) }
+
+  /// Runs `body` with the mutex held.
+  @inline(__always)
+  package func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+    try withLock { (_: inout Void) throws(Failure) in try body() }
   }
 }

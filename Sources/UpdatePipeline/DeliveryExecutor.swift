@@ -126,7 +126,7 @@ private struct OverflowList {
   }
 }
 
-/// State guarded by `DeliveryWorkerPool.lock`.
+/// State guarded by the pool's `parking` lock.
 private struct ParkingState {
   /// Wakes granted by submitters (each took one unit from `sleepers`) and not yet consumed by a worker.
   var wakeTokens = 0
@@ -158,40 +158,21 @@ final class DeliveryWorkerPool: @unchecked Sendable {
   /// Set by the last worker to exit; from then on submitters release what they queued.
   private let exited = Atomic<Bool>(false)
 
-  // Unsafe pointers: pthread objects must stay at one address for their lifetime; allocated in init,
-  // destroyed and freed in deinit (after every worker has exited, since workers hold the pool).
-  private let lock: UnsafeMutablePointer<pthread_mutex_t>
-  private let wakeCondition: UnsafeMutablePointer<pthread_cond_t>
-  private let exitCondition: UnsafeMutablePointer<pthread_cond_t>
-  /// Guarded by `lock`.
-  private var parking = ParkingState()
+  /// The workers' parking: tokens, live workers, their threads. Condition 0: a wake (token or shutdown);
+  /// condition 1: the last worker exited.
+  private let parking = Locked(ParkingState(), conditions: 2)
+  private static let wakeCondition = 0
+  private static let exitCondition = 1
 
   init(threads: Int, capacity: Int, name: String) {
     threadCount = threads
     self.name = name
     queue = BoundedJobQueue(capacity: capacity)
-    lock = .allocate(capacity: 1)
-    wakeCondition = .allocate(capacity: 1)
-    exitCondition = .allocate(capacity: 1)
-    pthread_mutex_init(lock, nil)
-    pthread_cond_init(wakeCondition, nil)
-    pthread_cond_init(exitCondition, nil)
-  }
-
-  deinit {
-    pthread_cond_destroy(exitCondition)
-    pthread_cond_destroy(wakeCondition)
-    pthread_mutex_destroy(lock)
-    exitCondition.deallocate()
-    wakeCondition.deallocate()
-    lock.deallocate()
   }
 
   /// Starts the worker threads; called once, right after init.
   func start() {
-    pthread_mutex_lock(lock)
-    parking.liveWorkers = threadCount
-    pthread_mutex_unlock(lock)
+    parking.withLock { $0.liveWorkers = threadCount }
     for index in 0..<threadCount {
       // The thread holds one retain of its start record (and through it the pool) until it exits.
       let start = Unmanaged.passRetained(WorkerStart(pool: self, index: index))
@@ -256,10 +237,10 @@ final class DeliveryWorkerPool: @unchecked Sendable {
       let (exchanged, original) = sleepers.weakCompareExchange(
         expected: parked, desired: parked - 1, ordering: .relaxed)
       if exchanged {
-        pthread_mutex_lock(lock)
-        parking.wakeTokens += 1
-        pthread_cond_signal(wakeCondition)
-        pthread_mutex_unlock(lock)
+        parking.withLock { state in
+          state.wakeTokens += 1
+          parking.signal(Self.wakeCondition)
+        }
         return
       }
       parked = original
@@ -271,9 +252,7 @@ final class DeliveryWorkerPool: @unchecked Sendable {
   private func runWorker(index: Int) {
     nameCurrentThread("\(name)-\(index)")
     DeliveryThread.markCurrent()
-    pthread_mutex_lock(lock)
-    parking.workerThreads.append(pthread_self())
-    pthread_mutex_unlock(lock)
+    parking.withLock { $0.workerThreads.append(pthread_self()) }
 
     while true {
       // Counted as running from before the dequeue, so that `hasPendingWork` never sees a job that has left
@@ -303,15 +282,14 @@ final class DeliveryWorkerPool: @unchecked Sendable {
       park()
     }
 
-    pthread_mutex_lock(lock)
-    parking.liveWorkers -= 1
-    let last = parking.liveWorkers == 0
-    if last {
+    let last = parking.withLock { state -> Bool in
+      state.liveWorkers -= 1
+      guard state.liveWorkers == 0 else { return false }
       // Relaxed: ordered by the fence below (and the mutex for `shutdown`).
       exited.store(true, ordering: .relaxed)
-      pthread_cond_broadcast(exitCondition)
+      parking.broadcast(Self.exitCondition)
+      return true
     }
-    pthread_mutex_unlock(lock)
     if last {
       // Sequentially consistent fence: the mirror of the submitter's (see `submit`).
       atomicMemoryFence(ordering: .sequentiallyConsistent)
@@ -363,30 +341,28 @@ final class DeliveryWorkerPool: @unchecked Sendable {
 
   /// Sleeps until a submitter grants a wake or shutdown starts, unless work shows up while announcing.
   private func park() {
-    pthread_mutex_lock(lock)
-    // Relaxed: ordered by the fence below.
-    sleepers.add(1, ordering: .relaxed)
-    // Sequentially consistent fence: the mirror of the submitter's (see `submit`).
-    atomicMemoryFence(ordering: .sequentiallyConsistent)
-    // Relaxed (stopping): shutdown also broadcasts under the mutex, so a wait below cannot miss it.
-    if hasWork || stopping.load(ordering: .relaxed) {
-      withdrawSleeper()
-    } else {
-      while parking.wakeTokens == 0 && !stopping.load(ordering: .relaxed) {
-        pthread_cond_wait(wakeCondition, lock)
+    parking.withLock { state, waiter in
+      // Relaxed: ordered by the fence below.
+      sleepers.add(1, ordering: .relaxed)
+      // Sequentially consistent fence: the mirror of the submitter's (see `submit`).
+      atomicMemoryFence(ordering: .sequentiallyConsistent)
+      // Relaxed (stopping): shutdown also broadcasts under the mutex, so a wait below cannot miss it.
+      if hasWork || stopping.load(ordering: .relaxed) {
+        withdrawSleeper(&state, waiter)
+        return
       }
-      if parking.wakeTokens > 0 {
-        parking.wakeTokens -= 1
+      while state.wakeTokens == 0 && !stopping.load(ordering: .relaxed) { waiter.wait(Self.wakeCondition) }
+      if state.wakeTokens > 0 {
+        state.wakeTokens -= 1
       } else {
-        withdrawSleeper()
+        withdrawSleeper(&state, waiter)
       }
     }
-    pthread_mutex_unlock(lock)
   }
 
   /// Gives back this worker's unit in `sleepers`; if submitters have already claimed every unit, one of
   /// them is about to post a token, so waits for it and consumes it. Called with the mutex held.
-  private func withdrawSleeper() {
+  private func withdrawSleeper(_ state: inout ParkingState, _ waiter: Locked<ParkingState>.Waiter) {
     // Relaxed: the count is only arithmetic here; tokens are handed over under the mutex.
     var parked = sleepers.load(ordering: .relaxed)
     while parked > 0 {
@@ -395,8 +371,8 @@ final class DeliveryWorkerPool: @unchecked Sendable {
       if exchanged { return }
       parked = original
     }
-    while parking.wakeTokens == 0 { pthread_cond_wait(wakeCondition, lock) }
-    parking.wakeTokens -= 1
+    while state.wakeTokens == 0 { waiter.wait(Self.wakeCondition) }
+    state.wakeTokens -= 1
   }
 
   // MARK: - Stopping
@@ -404,13 +380,12 @@ final class DeliveryWorkerPool: @unchecked Sendable {
   func shutdown() {
     // Release: pairs with the workers' acquiring load.
     stopping.store(true, ordering: .releasing)
-    pthread_mutex_lock(lock)
-    pthread_cond_broadcast(wakeCondition)
-    let current = pthread_self()
-    if !parking.workerThreads.contains(where: { pthread_equal($0, current) != 0 }) {
-      while parking.liveWorkers > 0 { pthread_cond_wait(exitCondition, lock) }
+    parking.withLock { state, waiter in
+      parking.broadcast(Self.wakeCondition)
+      let current = pthread_self()
+      guard !state.workerThreads.contains(where: { pthread_equal($0, current) != 0 }) else { return }
+      while state.liveWorkers > 0 { waiter.wait(Self.exitCondition) }
     }
-    pthread_mutex_unlock(lock)
   }
 }
 

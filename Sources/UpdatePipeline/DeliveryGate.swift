@@ -8,6 +8,7 @@
 // subscriber's callback) shuts the gate and returns, and the delivery under way elsewhere stops at its
 // next callback boundary, which checks ``DeliveryGate/isOpen``.
 
+import Primitives
 public import Synchronization
 
 #if canImport(Glibc)
@@ -94,40 +95,28 @@ public final class DeliveryGate: Sendable {
   }
 }
 
-/// The one mutex and condition variable that closing gates wait on (a cold path: only a `close()` that
-/// finds a delivery under way on another thread waits, for one callback's time).
-///
-/// `@unchecked Sendable`: the pthread objects live in raw memory that never moves and are used only through
-/// the pthread calls, which are thread-safe.
+/// The one lock and condition that closing gates wait on (a cold path: only a `close()` that finds a delivery
+/// under way on another thread waits, for one callback's time).
 @usableFromInline
-final class DeliveryGateWaiting: @unchecked Sendable {
+final class DeliveryGateWaiting: Sendable {
   @usableFromInline static let shared = DeliveryGateWaiting()
 
-  // Unsafe pointers: pthread objects must not move; allocated once, for the life of the process.
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  private let condition: UnsafeMutablePointer<pthread_cond_t>
+  private let lock = Locked((), conditions: 1)
 
-  private init() {
-    mutex = .allocate(capacity: 1)
-    condition = .allocate(capacity: 1)
-    pthread_mutex_init(mutex, nil)
-    pthread_cond_init(condition, nil)
-  }
+  private init() {}
 
   /// Blocks until `done()` holds, re-checking it under the mutex after every wake.
   func wait(until done: () -> Bool) {
-    pthread_mutex_lock(mutex)
-    while !done() { pthread_cond_wait(condition, mutex) }
-    pthread_mutex_unlock(mutex)
+    lock.withLock { _, waiter in
+      while !done() { waiter.wait() }
+    }
   }
 
   /// Wakes every waiter; each re-checks its own condition.
   @usableFromInline
   func wakeAll() {
     // Under the mutex: a waiter between its check and its wait holds it, so the wake cannot fall between.
-    pthread_mutex_lock(mutex)
-    pthread_cond_broadcast(condition)
-    pthread_mutex_unlock(mutex)
+    lock.withLock { lock.broadcast() }
   }
 }
 

@@ -10,7 +10,6 @@ import JourneySharing
 import Logging
 import Primitives
 import ServiceLifecycle
-import Synchronization
 import ToolSupport
 
 #if canImport(Glibc)
@@ -114,7 +113,7 @@ final class DemoViewService: Service, Sendable {
   let followers: [DemoFollower]
   let interactive: Bool
   let duration: Double
-  private let stoppedBySignal = Mutex(false)
+  private let stoppedBySignal = Locked(false)
 
   init(followers: [DemoFollower], interactive: Bool, duration: Double) {
     self.followers = followers
@@ -171,11 +170,11 @@ final class DemoFollower: TripModelSubscriber {
   }
 
   let model: TripModel
-  private let state: Mutex<State>
+  private let state: Locked<State>
 
   init(model: TripModel) {
     self.model = model
-    self.state = Mutex(State(row: TripRow(name: String(model.tripName.split(separator: "/").last ?? ""))))
+    self.state = Locked(State(row: TripRow(name: String(model.tripName.split(separator: "/").last ?? ""))))
   }
 
   var row: TripRow { state.withLock { $0.row } }

@@ -11,7 +11,6 @@ import Logging
 import Primitives
 import Prometheus
 import ServiceLifecycle
-import Synchronization
 import ToolSupport
 import UnixSignals
 
@@ -241,13 +240,13 @@ final class FollowTracker: TripModelSubscriber {
   }
 
   let output: FollowOutput
-  private let state: Mutex<State>
+  private let state: Locked<State>
 
   init(names: [String], output: FollowOutput, started: Double) {
     self.output = output
     var state = State()
     for name in names { state.trips[name] = TripProgress(lastSuccess: started) }
-    self.state = Mutex(state)
+    self.state = Locked(state)
   }
 
   /// Whether every trip reached its final state or was given up.
@@ -509,7 +508,7 @@ final class FollowService: Service, Sendable {
   let giveUpAfter: Double
   let summaryInterval: Double?
   let duration: Double?
-  private let result = Mutex<Outcome>(.done)
+  private let result = Locked<Outcome>(.done)
 
   init(
     services: JourneySharingServices, names: [String], tracker: FollowTracker, giveUpAfter: Double,

@@ -699,7 +699,7 @@ struct RelayCeiling: AsyncParsableCommand {
     let stored = Atomic<Int>(0)
     let failed = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
-    let firstFailure = Mutex<String?>(nil)
+    let firstFailure = Locked<String?>(nil)
     let publisher = try jetStream.makePublisher(maxPending: maxPending) { _, result in
       switch result {
       case .success: stored.add(1, ordering: .relaxed)
