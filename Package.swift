@@ -96,7 +96,7 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "FleetEngineMessagesTests",
-    dependencies: ["FleetEngineMessages", "ProtoWire"],
+    dependencies: ["FleetEngineMessages", "ProtoWire", "Primitives"],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -232,7 +232,7 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "JSONWebTokenTests",
-    dependencies: ["JSONWebToken"],
+    dependencies: ["JSONWebToken", "Primitives"],
     swiftSettings: defaultSwiftSettings
   ),
 

@@ -88,6 +88,17 @@ public struct GRPCTransportStatistics: Sendable, Hashable {
   public var connectionsPerAddress: [String: Int]
   /// Resolutions of the target's name that completed.
   public var resolutions: Int
+  /// Resolutions that failed.
+  public var resolutionFailures: Int = 0
+  /// The addresses of the last successful resolution, in its order (`host:port`); empty without addresses.
+  public var addresses: [String] = []
+  /// Calls holding a stream, per server address.
+  public var streamsPerAddress: [String: Int] = [:]
+  /// Open connections on each of the transport's schedulers (event loops), in their order.
+  public var connectionsPerLoop: [Int] = []
+  /// The keepalive interval in force (an HTTP/2 channel doubles it after each `too_many_pings`); nil without
+  /// keepalive.
+  public var keepaliveInterval: Duration?
 
   /// Statistics with every figure given.
   public init(

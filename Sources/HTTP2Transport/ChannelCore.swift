@@ -260,7 +260,7 @@ final class ChannelCore: ClientConnectionDelegate {
   }
 
   /// This loop's figures; the channel adds up those of its loops.
-  var stats: GRPCChannelStats {
+  var statistics: GRPCTransportStatistics {
     var connectionsPerAddress: [String: Int] = [:]
     var streamsPerAddress: [String: Int] = [:]
     for record in records where record.connection.phase != .closed {
@@ -268,13 +268,15 @@ final class ChannelCore: ClientConnectionDelegate {
       streamsPerAddress[record.key, default: 0] += record.connection.activeStreamCount
     }
     let open = connectionsPerAddress.values.reduce(0, +)
-    return GRPCChannelStats(
-      transport: GRPCTransportStatistics(
-        openConnections: open, activeCalls: activeCalls.count, queuedCalls: queue.count,
-        connectAttempts: counters.connectAttempts, connectFailures: counters.connectFailures,
-        pingsSent: counters.pingsSent, pingAcksReceived: counters.pingAcksReceived,
-        goAwaysReceived: counters.goAwaysReceived, recentBackoffDelays: counters.recentBackoffDelays,
-        connectionsPerAddress: connectionsPerAddress),
-      keepaliveInterval: keepaliveInterval, streamsPerAddress: streamsPerAddress, connectionsPerLoop: [open])
+    var statistics = GRPCTransportStatistics(
+      openConnections: open, activeCalls: activeCalls.count, queuedCalls: queue.count,
+      connectAttempts: counters.connectAttempts, connectFailures: counters.connectFailures,
+      pingsSent: counters.pingsSent, pingAcksReceived: counters.pingAcksReceived,
+      goAwaysReceived: counters.goAwaysReceived, recentBackoffDelays: counters.recentBackoffDelays,
+      connectionsPerAddress: connectionsPerAddress)
+    statistics.keepaliveInterval = keepaliveInterval
+    statistics.streamsPerAddress = streamsPerAddress
+    statistics.connectionsPerLoop = [open]
+    return statistics
   }
 }

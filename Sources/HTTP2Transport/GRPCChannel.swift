@@ -363,11 +363,6 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
   /// The group's loops: a call started on one runs on a connection of that loop.
   public var schedulers: [any GRPCScheduler] { eventLoopGroup.schedulers }
 
-  /// Connections and calls now.
-  public func statistics() async -> GRPCTransportStatistics {
-    await stats().transport
-  }
-
   // MARK: - Lifecycle
 
   /// Stops taking calls, lets the open ones finish, then closes every connection (GOAWAY). A group
@@ -395,12 +390,13 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     }
   }
 
-  /// Connections and calls right now, over every loop.
-  public func stats() async -> GRPCChannelStats {
-    var total = GRPCChannelStats()
+  /// Connections and calls right now, over every loop: the figures every transport gives, and the channel's
+  /// own (keepalive, streams per address, connections per loop, resolutions, addresses).
+  public func statistics() async -> GRPCTransportStatistics {
+    var total = GRPCTransportStatistics()
     for core in cores {
       let part = await withCheckedContinuation { continuation in
-        core.loop.execute { continuation.resume(returning: core.value.stats) }
+        core.loop.execute { continuation.resume(returning: core.value.statistics) }
       }
       total.openConnections += part.openConnections
       total.activeCalls += part.activeCalls

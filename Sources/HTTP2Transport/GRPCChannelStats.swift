@@ -1,7 +1,7 @@
-// Sources/HTTP2Transport/GRPCChannelStats.swift - what a channel counts, and what it learned of its server
+// Sources/HTTP2Transport/GRPCTransportStatistics.swift - what a channel's pool parts count, and what they learned of the server
 //
 // Each pool part (ChannelCore) keeps its counters on its loop; GRPCChannel.stats() adds up those of its loops into
-// one GRPCChannelStats. ServerEncodings is what the server last said it accepts, shared by the channel's callers
+// one GRPCTransportStatistics. ServerEncodings is what the server last said it accepts, shared by the channel's callers
 // and its loops.
 
 public import GRPCProtocol
@@ -44,45 +44,5 @@ final class ServerEncodings: Sendable {
     let names = accepted.withLock { $0 }
     guard let names else { return wanted }
     return names.contains(wanted.name) ? wanted : .identity
-  }
-}
-
-/// A snapshot of a channel's connections and calls: the figures every client transport gives
-/// (``GRPCTransportStatistics``, read through as `stats.openConnections`, `stats.connectAttempts` …)
-/// and the channel's own (keepalive, streams per address, loops, resolution failures, addresses).
-@dynamicMemberLookup
-public struct GRPCChannelStats: Sendable, Hashable {
-  /// The transport's figures: connections, calls, connection attempts, pings, GOAWAYs, backoff delays,
-  /// connections per address and resolutions.
-  public var transport: GRPCTransportStatistics
-  /// The keepalive interval in force (doubled after each `too_many_pings`), or `nil` without keepalive.
-  public var keepaliveInterval: Duration?
-  /// Calls holding a stream, per server address.
-  public var streamsPerAddress: [String: Int] = [:]
-  /// Open connections on each event loop of the channel's group, in the group's order.
-  public var connectionsPerLoop: [Int] = []
-  /// Resolutions that failed.
-  public var resolutionFailures: Int = 0
-  /// The addresses of the last successful resolution, in its order.
-  public var addresses: [String] = []
-
-  /// A snapshot of `transport`'s figures and the channel's own.
-  public init(
-    transport: GRPCTransportStatistics = GRPCTransportStatistics(), keepaliveInterval: Duration? = nil,
-    streamsPerAddress: [String: Int] = [:], connectionsPerLoop: [Int] = [], resolutionFailures: Int = 0,
-    addresses: [String] = []
-  ) {
-    self.transport = transport
-    self.keepaliveInterval = keepaliveInterval
-    self.streamsPerAddress = streamsPerAddress
-    self.connectionsPerLoop = connectionsPerLoop
-    self.resolutionFailures = resolutionFailures
-    self.addresses = addresses
-  }
-
-  /// One of the transport's figures (`stats.openConnections` is `stats.transport.openConnections`).
-  public subscript<Value>(dynamicMember keyPath: WritableKeyPath<GRPCTransportStatistics, Value>) -> Value {
-    get { transport[keyPath: keyPath] }
-    set { transport[keyPath: keyPath] = newValue }
   }
 }

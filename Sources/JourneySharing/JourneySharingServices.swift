@@ -49,12 +49,6 @@ public final class JourneySharingServices: Sendable {
       tripModels: tripService.allTripModels.count, activeTripModels: tripService.activeTripModels.count)
   }
 
-  /// The connection pool's counters: connections open, calls active and queued, connection attempts
-  /// and failures, and the backoff delays chosen after recent failures.
-  public func connectionStats() async -> GRPCTransportStatistics {
-    await core.transport.statistics()
-  }
-
   /// Records the figures that are sampled (connections, streams, attempts, failures, GOAWAYs, polls that
   /// waited, updates delivered) into the metrics now, rather than at the next sample.
   public func flushMetrics() async {

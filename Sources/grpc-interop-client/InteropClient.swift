@@ -247,7 +247,7 @@ enum InteropCase: String, CaseIterable, ExpressibleByArgument {
     case .cancelAfterBegin:
       let call = channel.makeStreamingCall(path: Self.streamingInputCall, kind: .clientStreaming)
       // Cancel once the call has its stream (its HEADERS go out), before any request message.
-      for _ in 0..<500 where await channel.stats().activeCalls == 0 {
+      for _ in 0..<500 where await channel.statistics().activeCalls == 0 {
         try await Task.sleep(for: .milliseconds(10))
       }
       call.cancel()

@@ -17,7 +17,10 @@ struct RawCall: AsyncParsableCommand {
       other status came back, 2 for a usage error, 3 when the request file or TLS files cannot be used.
       """)
 
-  @Argument(help: "The server, HOST:PORT.")
+  @Argument(
+    help:
+      "The server, in gRPC's name syntax, as `follow --target` takes it: HOST:PORT, dns:///NAME:PORT, ipv4:ADDR:PORT,…."
+  )
   var target: String
 
   @Argument(help: "The method, /package.Service/Method.")
@@ -56,7 +59,11 @@ struct RawCall: AsyncParsableCommand {
   var concurrency = 1
 
   func validate() throws {
-    _ = try Target(parsing: target)
+    do {
+      _ = try GRPCTarget(parsing: target)
+    } catch {
+      throw ValidationError(error.message)
+    }
     guard GRPCRequestHead.isValidMethodPath(method) else {
       throw ValidationError("METHOD must look like /package.Service/Method")
     }
@@ -96,7 +103,6 @@ struct RawCall: AsyncParsableCommand {
   }
 
   func run() async throws {
-    let target = try Target(parsing: target)
     var tls = TLSConfiguration()
     if let caFile { tls.trustRoots = .caFile(caFile) }
     tls.serverNameOverride = authority
@@ -104,7 +110,7 @@ struct RawCall: AsyncParsableCommand {
       security: plaintext ? .plaintext : .tls(tls), authority: authority)
     let channel: GRPCChannel
     do {
-      channel = try GRPCChannel(host: target.host, port: target.port, configuration: configuration)
+      channel = try GRPCChannel(target: target, configuration: configuration)
     } catch {
       throw ToolFailure(.invalidInput, error.message)
     }

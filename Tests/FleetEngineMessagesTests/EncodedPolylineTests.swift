@@ -1,19 +1,8 @@
 // Tests/FleetEngineMessagesTests/EncodedPolylineTests.swift - Google's encoded polyline format, both ways
 
 import FleetEngineMessages
+import Primitives
 import Testing
-
-/// A small seeded generator (SplitMix64), so failures reproduce.
-private struct PolylineTestRandom: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
 
 @Suite("EncodedPolyline")
 struct EncodedPolylineTests {
@@ -41,7 +30,7 @@ struct EncodedPolylineTests {
 
   @Test("random points round-trip within half a unit", arguments: [0, 5, 6, 7, 10])
   func randomRoundTrip(precision: Int) throws {
-    var random = PolylineTestRandom(state: UInt64(precision) &+ 42)
+    var random = SplitMix64(seed: UInt64(precision) &+ 42)
     var factor = 1.0
     for _ in 0..<precision { factor *= 10 }
     for _ in 0..<50 {
@@ -107,7 +96,7 @@ struct EncodedPolylineTests {
   }
 
   @Test func randomGarbageNeverTraps() {
-    var random = PolylineTestRandom(state: 7)
+    var random = SplitMix64(seed: 7)
     var accepted = 0
     for _ in 0..<5_000 {
       let bytes = (0..<Int.random(in: 0...40, using: &random)).map { _ in
@@ -127,7 +116,7 @@ struct EncodedPolylineTests {
 
   @Test("pointCount is exact for encoded polylines and counts without decoding")
   func pointCountMatchesDecoding() {
-    var random = PolylineTestRandom(state: 11)
+    var random = SplitMix64(seed: 11)
     for count in [0, 1, 2, 17, 1_000] {
       let points = (0..<count).map { _ in
         LatLng(

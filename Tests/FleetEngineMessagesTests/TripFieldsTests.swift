@@ -1,20 +1,9 @@
 // Tests/FleetEngineMessagesTests/TripFieldsTests.swift - Trip fields by number: diff, project, apply
 
 import FleetEngineMessages
+import Primitives
 import ProtoWire
 import Testing
-
-/// A small seeded generator (SplitMix64), so failures reproduce.
-private struct FieldTestRandom: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
 
 /// A Trip whose every one of the 34 fields is set and differs from `makeFullTrip()`'s.
 private func makeOtherTrip() -> Trip {
@@ -152,7 +141,7 @@ struct TripFieldsTests {
   }
 
   @Test func changedFieldsOnRandomEdits() throws {
-    var random = FieldTestRandom(state: 0x5EED)
+    var random = SplitMix64(seed: 0x5EED)
     let base = Self.baseTrip()
     let other = makeOtherTrip()
     for _ in 0..<300 {

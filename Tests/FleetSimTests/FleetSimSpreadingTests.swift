@@ -108,7 +108,7 @@ struct FleetSimSpreadingTests {
     // Least-loaded picking: 10 each, give or take the trips that ended while the others started.
     #expect(shares.reduce(0, +) == tripCount)
     #expect(shares.allSatisfy { $0 >= 5 }, "streams started per server: \(shares)")
-    let channelStats = await channel.stats()
+    let channelStats = await channel.statistics()
     #expect(channelStats.connectionsPerAddress.count == 3, "\(channelStats.connectionsPerAddress)")
 
     // The second server goes away at once: its open streams are cut.

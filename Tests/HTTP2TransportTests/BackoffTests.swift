@@ -3,6 +3,7 @@
 
 import GRPCProtocol
 import HTTP2Transport
+import Primitives
 import Testing
 
 @Suite("Connection backoff", .timeLimit(.minutes(1)))
@@ -88,7 +89,7 @@ struct BackoffTests {
     let response = channel.serverStreaming(path: Method.stream, request: StreamSpec(count: 1).encoded)
     #expect(await response.result().status.code == .unavailable)
 
-    let stats = await channel.stats()
+    let stats = await channel.statistics()
     #expect(stats.connectAttempts >= 3)
     #expect(stats.connectAttempts < calls, "every call made an attempt: backoff did not hold any off")
     #expect(stats.connectFailures == stats.connectAttempts)
@@ -138,7 +139,7 @@ struct BackoffTests {
       return await group.reduce(0, +)
     }
     let elapsed = clock.now - started
-    let stats = await channel.stats()
+    let stats = await channel.statistics()
     #expect(failed == tasks * callsPerTask, "\(failed) of \(tasks * callsPerTask) calls failed UNAVAILABLE")
     #expect(stats.connectFailures == stats.connectAttempts)
     // The most attempts one backoff allows in `elapsed`: a first round (one per loop, all at once while the
@@ -175,7 +176,7 @@ struct BackoffTests {
     try server.start()
     // Calls inside the 20 ms window may still fail fast; one after it connects.
     #expect(await eventually { await unaryError(channel, path: Method.unary, request: [8]) == nil })
-    let stats = await channel.stats()
+    let stats = await channel.statistics()
     #expect(stats.connectFailures >= 1)
     #expect(stats.openConnections == 1)
     #expect(await server.stats().connectionsAccepted == 1)

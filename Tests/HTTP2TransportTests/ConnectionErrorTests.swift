@@ -139,7 +139,7 @@ struct ConnectionErrorCauseTests {
     channel.startCall(path: Method.unary, request: [3], kind: .unary, handler: recorder)
     #expect(await eventually { recorder.status != nil })
     #expect(recorder.status?.cause as? ConnectionError == refused)
-    #expect(await channel.stats().connectAttempts == 1)
+    #expect(await channel.statistics().connectAttempts == 1)
     await channel.shutdown()
   }
 

@@ -39,7 +39,7 @@ struct ConnectionTests {
       let serverStats = await fixture.server.stats()
       #expect(serverStats.connectionsAccepted >= 5)
       #expect(serverStats.connectionsAccepted <= 8)
-      let channelStats = await fixture.channel.stats()
+      let channelStats = await fixture.channel.statistics()
       #expect(channelStats.activeCalls == 10)
       #expect(channelStats.queuedCalls == 0)
       #expect(channelStats.openConnections == serverStats.connectionsAccepted)
@@ -60,8 +60,8 @@ struct ConnectionTests {
     ) { fixture in
       let responses = (0..<10).map { _ in fixture.channel.serverStreaming(path: Method.held, request: []) }
       #expect(await eventually { await fixture.server.stats().openCalls == 2 })
-      #expect(await eventually { await fixture.channel.stats().queuedCalls == 8 })
-      #expect(await fixture.channel.stats().activeCalls == 2)
+      #expect(await eventually { await fixture.channel.statistics().queuedCalls == 8 })
+      #expect(await fixture.channel.statistics().activeCalls == 2)
 
       fixture.service.releaseHeld()
       for response in responses {
@@ -81,11 +81,11 @@ struct ConnectionTests {
       channel: GRPCChannelConfiguration(security: .plaintext, maxConnections: 1)
     ) { fixture in
       let responses = (0..<300).map { _ in fixture.channel.serverStreaming(path: Method.held, request: []) }
-      #expect(await eventually { await fixture.channel.stats().queuedCalls == 298 })
+      #expect(await eventually { await fixture.channel.statistics().queuedCalls == 298 })
       // Every other queued call is cancelled: more than half the queue goes stale before it drains.
       let cancelled = Set(stride(from: 3, to: 300, by: 2))
       for index in cancelled { responses[index].cancel() }
-      #expect(await eventually { await fixture.channel.stats().queuedCalls == 298 - cancelled.count })
+      #expect(await eventually { await fixture.channel.statistics().queuedCalls == 298 - cancelled.count })
       fixture.service.releaseHeld()
       for (index, response) in responses.enumerated() {
         if cancelled.contains(index) {
@@ -96,7 +96,7 @@ struct ConnectionTests {
         }
       }
       #expect(await fixture.server.stats().callsStarted == 300 - cancelled.count)
-      #expect(await fixture.channel.stats().queuedCalls == 0)
+      #expect(await fixture.channel.statistics().queuedCalls == 0)
     }
   }
 
@@ -124,7 +124,7 @@ struct ConnectionTests {
       #expect(fixture.service.cancellations == 0)
       // With its last call done, the old connection closes.
       #expect(await eventually { await fixture.server.stats().openConnections == 1 })
-      #expect(await eventually { await fixture.channel.stats().openConnections == 1 })
+      #expect(await eventually { await fixture.channel.statistics().openConnections == 1 })
     }
   }
 
@@ -158,14 +158,14 @@ struct ConnectionTests {
       #expect(await unaryResult(fixture.channel, path: Method.unary, request: [1]).map(\.message) == .success([1]))
       #expect(
         await eventually {
-          let stats = await fixture.channel.stats()
+          let stats = await fixture.channel.statistics()
           return stats.pingsSent >= 3 && stats.pingAcksReceived >= 3
         })
-      let stats = await fixture.channel.stats()
+      let stats = await fixture.channel.statistics()
       #expect(stats.pingAcksReceived <= stats.pingsSent)
       #expect(await unaryResult(fixture.channel, path: Method.unary, request: [2]).map(\.message) == .success([2]))
       #expect(await fixture.server.stats().connectionsAccepted == 1)
-      #expect(await fixture.channel.stats().openConnections == 1)
+      #expect(await fixture.channel.statistics().openConnections == 1)
     }
   }
 
@@ -174,12 +174,12 @@ struct ConnectionTests {
     let keepalive = Keepalive(interval: .milliseconds(50), timeout: .seconds(1), permitWithoutCalls: false)
     try await Fixture.with(channel: GRPCChannelConfiguration(security: .plaintext, keepalive: keepalive)) { fixture in
       #expect(await unaryResult(fixture.channel, path: Method.unary, request: [1]).map(\.message) == .success([1]))
-      let before = await fixture.channel.stats().pingsSent
+      let before = await fixture.channel.statistics().pingsSent
       try await Task.sleep(for: .milliseconds(300))
-      #expect(await fixture.channel.stats().pingsSent == before)
+      #expect(await fixture.channel.statistics().pingsSent == before)
       // With a call open, pings go out.
       let response = fixture.channel.serverStreaming(path: Method.held, request: [])
-      #expect(await eventually { await fixture.channel.stats().pingAcksReceived >= 2 })
+      #expect(await eventually { await fixture.channel.statistics().pingAcksReceived >= 2 })
       fixture.service.releaseHeld()
       #expect(await drain(response) == .success(1))
     }
@@ -202,13 +202,13 @@ struct ConnectionTests {
       #expect(await eventually { await unaryError(channel, path: Method.unary, request: [1])?.code == .unavailable })
       try await Task.sleep(for: .milliseconds(300))
       #expect(recorder.status == nil)
-      #expect(await channel.stats().activeCalls == 1)
+      #expect(await channel.statistics().activeCalls == 1)
 
       fixture.service.releaseHeld()
       let statusWhenShutdownReturned = await shutdown.value
       #expect(statusWhenShutdownReturned?.code == .ok)
       #expect(recorder.messages == 1)
-      #expect(await channel.stats().openConnections == 0)
+      #expect(await channel.statistics().openConnections == 0)
 
       let callsStarted = await fixture.server.stats().callsStarted
       let error = await unaryError(channel, path: Method.unary, request: [1])

@@ -37,7 +37,7 @@ extension PythonPeerTests {
           path: service + "StreamingOutputCall",
           request: Proto.outputRequest(sizes: [1, 1], intervalMicroseconds: 60_000_000))
         var slowIterator = slow.makeAsyncIterator()
-        #expect(await eventually { await fixture.channel.stats().activeCalls == 2 })
+        #expect(await eventually { await fixture.channel.statistics().activeCalls == 2 })
         try await Task.sleep(for: .milliseconds(200))
 
         fixture.peer.send(SIGSTOP)
@@ -54,7 +54,7 @@ extension PythonPeerTests {
         #expect(waited < .seconds(15), "noticed after \(waited)")
         let slowOutcome = await next(&slowIterator)
         #expect(slowOutcome.failure?.code == .unavailable)
-        #expect(await fixture.channel.stats().pingsSent >= 1)
+        #expect(await fixture.channel.statistics().pingsSent >= 1)
         // The server runs again: the channel reconnects for the next call.
         #expect(await unaryError(fixture.channel, path: service + "EmptyCall") == nil)
       }
@@ -64,7 +64,7 @@ extension PythonPeerTests {
     func stoppedServerDefaults() async throws {
       try await GRPCIOFixture.with(.h2c, serverArguments: ["--keepalive-policy", "100:0"]) { fixture in
         let idle = fixture.channel.makeStreamingCall(path: service + "FullDuplexCall")
-        #expect(await eventually { await fixture.channel.stats().activeCalls == 1 })
+        #expect(await eventually { await fixture.channel.statistics().activeCalls == 1 })
         fixture.peer.send(SIGSTOP)
         let clock = ContinuousClock()
         let stopped = clock.now
@@ -90,7 +90,7 @@ extension PythonPeerTests {
           path: service + "StreamingOutputCall",
           request: Proto.outputRequest(sizes: [1, 1, 1], intervalMicroseconds: 1_000_000))
         #expect(await drain(stream) == .success(3))
-        let stats = await fixture.channel.stats()
+        let stats = await fixture.channel.statistics()
         #expect(stats.pingsSent >= 2)
         #expect(stats.pingAcksReceived >= 1)
         #expect(stats.openConnections == 1)
@@ -104,12 +104,12 @@ extension PythonPeerTests {
         .h2c, serverArguments: ["--keepalive-policy", "60000:1"],
         configure: { $0.keepalive = Keepalive(interval: .milliseconds(200), timeout: .seconds(5)) }
       ) { fixture in
-        #expect(await fixture.channel.stats().keepaliveInterval == .milliseconds(200))
+        #expect(await fixture.channel.statistics().keepaliveInterval == .milliseconds(200))
         let idle = fixture.channel.makeStreamingCall(path: service + "FullDuplexCall")
         let result = await idle.responses.result()
         // The server closed the connection with its GOAWAY; the call on it is lost, as with grpc-go.
         #expect(result.status.code == .unavailable)
-        #expect(await fixture.channel.stats().keepaliveInterval == .milliseconds(400))
+        #expect(await fixture.channel.statistics().keepaliveInterval == .milliseconds(400))
         // The channel goes on with the longer interval.
         #expect(await unaryError(fixture.channel, path: service + "EmptyCall") == nil)
       }

@@ -226,7 +226,7 @@ struct LoadSpreadingTests {
 
     let responses = (0..<30).map { _ in channel.serverStreaming(path: Method.held, request: []) }
     #expect(await eventually { await set.openCalls() == [10, 10, 10] })
-    let stats = await channel.stats()
+    let stats = await channel.statistics()
     #expect(stats.connectionsPerAddress == Dictionary(uniqueKeysWithValues: set.addresses.map { ($0.description, 1) }))
     #expect(stats.streamsPerAddress == Dictionary(uniqueKeysWithValues: set.addresses.map { ($0.description, 10) }))
     #expect(stats.addresses == set.addresses.map(\.description))
@@ -274,7 +274,7 @@ struct LoadSpreadingTests {
       })
     let counts = await set.openCalls()
     #expect(counts[0] > 10 && counts[2] > 10, "the moved streams went to both others: \(counts)")
-    let stats = await channel.stats()
+    let stats = await channel.statistics()
     #expect(stats.connectFailures >= 1, "the dead address was retried and refused")
     #expect(stats.resolutions >= 2, "the lost connection asked for a new resolution")
 
@@ -305,13 +305,13 @@ struct LoadSpreadingTests {
     // Added: the new address gets a connection (there are calls to carry), and new calls go there.
     resolver.update(set.addresses)
     #expect(await eventually { await set.servers[1].stats().openConnections == 1 })
-    #expect(await eventually { await channel.stats().addresses == set.addresses.map(\.description) })
+    #expect(await eventually { await channel.statistics().addresses == set.addresses.map(\.description) })
     let second = (0..<4).map { _ in channel.serverStreaming(path: Method.held, request: []) }
     #expect(await eventually { await set.openCalls() == [4, 4] })
 
     // Removed: the first server gets GOAWAY; its four calls go on until they end, OK.
     resolver.update([set.addresses[1]])
-    #expect(await eventually { await channel.stats().addresses == [set.addresses[1].description] })
+    #expect(await eventually { await channel.statistics().addresses == [set.addresses[1].description] })
     #expect(await eventually { await set.servers[0].stats().openConnections == 1 }, "drained, not cut")
     #expect(await set.openCalls() == [4, 4])
     let third = (0..<4).map { _ in channel.serverStreaming(path: Method.held, request: []) }
@@ -320,7 +320,7 @@ struct LoadSpreadingTests {
     set.services[0].releaseHeld()
     for response in first { #expect(await drain(response) == .success(1)) }
     #expect(await eventually { await set.servers[0].stats().openConnections == 0 }, "closed once drained")
-    #expect(await eventually { await channel.stats().connectionsPerAddress[set.addresses[0].description] == nil })
+    #expect(await eventually { await channel.statistics().connectionsPerAddress[set.addresses[0].description] == nil })
     set.services[1].releaseHeld()
     for response in second + third { #expect(await drain(response) == .success(1)) }
     await channel.shutdown()
@@ -336,7 +336,7 @@ struct LoadSpreadingTests {
     #expect(await Self.warmUp(channel, set))
     let responses = (0..<(4 * hosts.count)).map { _ in channel.serverStreaming(path: Method.held, request: []) }
     #expect(await eventually { await set.openCalls() == hosts.map { _ in 4 } })
-    #expect(await channel.stats().connectionsPerAddress.count == hosts.count)
+    #expect(await channel.statistics().connectionsPerAddress.count == hosts.count)
     for service in set.services { service.releaseHeld() }
     for response in responses { #expect(await drain(response) == .success(1)) }
     await channel.shutdown()
@@ -353,7 +353,7 @@ struct LoadSpreadingTests {
     let responses = (0..<8).map { _ in channel.serverStreaming(path: Method.held, request: []) }
     #expect(await eventually { await set.openCalls() == [4, 4] })
     #expect(
-      await channel.stats().connectionsPerAddress == ["127.0.0.1:\(set.ports[0])": 1, "[::1]:\(set.ports[0])": 1])
+      await channel.statistics().connectionsPerAddress == ["127.0.0.1:\(set.ports[0])": 1, "[::1]:\(set.ports[0])": 1])
     for service in set.services { service.releaseHeld() }
     for response in responses { #expect(await drain(response) == .success(1)) }
     await channel.shutdown()
@@ -428,7 +428,7 @@ struct ReResolutionTests {
     #expect(resolver.resolutions == 0, "no resolution before the first call")
     #expect(await unaryError(channel, path: Method.unary, request: [1]) == nil)
     #expect(await eventually { resolver.resolutions >= 4 }, "resolutions: \(resolver.resolutions)")
-    #expect(await channel.stats().resolutions >= 4)
+    #expect(await channel.statistics().resolutions >= 4)
     await channel.shutdown()
     // Shut down: no more resolutions (the periodic task stopped).
     try await Task.sleep(for: .milliseconds(100))
@@ -512,7 +512,7 @@ struct EventLoopGroupTests {
       #expect(handler.callbacks == 5, "headers, three messages, status")
       #expect(handler.offScheduler == 0, "every callback on the call's loop")
     }
-    let stats = await channel.stats()
+    let stats = await channel.statistics()
     #expect(stats.connectionsPerLoop == [1, 1, 1], "each loop made a connection of its own")
     #expect(await set.servers[0].stats().connectionsAccepted == 3)
     await channel.shutdown()
@@ -532,7 +532,7 @@ struct EventLoopGroupTests {
     }
     #expect(await eventually { await set.openCalls().reduce(0, +) == 16 })
     for channel in [first, second] {
-      let stats = await channel.stats()
+      let stats = await channel.statistics()
       #expect(stats.connectionsPerLoop.count == 2)
       #expect(stats.connectionsPerLoop.allSatisfy { $0 >= 1 }, "both loops carry calls: \(stats.connectionsPerLoop)")
       #expect(stats.connectionsPerAddress.count == 2, "both addresses: \(stats.connectionsPerAddress)")

@@ -133,7 +133,7 @@ extension PythonPeerTests {
           #expect(error?.code == .unavailable)
           #expect(error?.cause as? ConnectionError == .noStreamsAllowed(waited: .seconds(1)))
         }
-        let stats = await channel.stats()
+        let stats = await channel.statistics()
         #expect(stats.connectAttempts == 1)
         #expect(stats.openConnections == 0)
       }

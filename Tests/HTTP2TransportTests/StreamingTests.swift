@@ -222,7 +222,7 @@ struct StreamingTests {
       #expect(first.flatMap(StreamSpec.index(of:)) == 0)
       #expect(await eventually { fixture.service.cancellations == 1 })
       #expect(await eventually { await fixture.server.stats().callsCancelledByClient == 1 })
-      #expect(await eventually { await fixture.channel.stats().activeCalls == 0 })
+      #expect(await eventually { await fixture.channel.statistics().activeCalls == 0 })
     }
   }
 

@@ -99,7 +99,7 @@ struct UnaryTests {
       let serverStats = await fixture.server.stats()
       #expect(serverStats.callsStarted == 0)
       #expect(serverStats.connectionsAccepted == 0)
-      let channelStats = await fixture.channel.stats()
+      let channelStats = await fixture.channel.statistics()
       #expect(channelStats.connectAttempts == 0)
     }
   }

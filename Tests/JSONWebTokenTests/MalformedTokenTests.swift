@@ -1,6 +1,7 @@
 // Tests/JSONWebTokenTests/MalformedTokenTests.swift - structure, base64url and JSON that must be refused
 
 import JSONWebToken
+import Primitives
 import Testing
 
 /// A labelled token for parameterized tests.

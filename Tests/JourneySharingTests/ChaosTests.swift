@@ -125,9 +125,9 @@ struct ChaosTests {
       incarnations.append(server.lastStats)
       server.kill()
       let killed = followWallClock()
-      let before = await services.connectionStats()
+      let before = await services.statistics().connections
       try await Task.sleep(for: .milliseconds(1_500))
-      let after = await services.connectionStats()
+      let after = await services.statistics().connections
       let down = followWallClock() - killed
       server = try FleetSimProcess(executable: executable, arguments: arguments, port: port)
       #expect(try await server.waitUntilListening() == port)
@@ -169,7 +169,7 @@ struct ChaosTests {
     let exitStatus = await server.stop()
     #expect(exitStatus == 0)
     incarnations.append(server.lastStats)  // the final stats line of a server stopped with SIGTERM
-    let channel = await services.connectionStats()
+    let channel = await services.statistics().connections
     let delays = channel.recentBackoffDelays.map(seconds)
     let lowest = seconds(chaosBackoff.initial) * (1 - chaosBackoff.jitter)
     let highest = seconds(chaosBackoff.maximum) * (1 + chaosBackoff.jitter)

@@ -197,7 +197,7 @@ struct MetricsEndToEndTests {
       }
       #expect(counted)
       model.unregisterSubscriber(recorder)
-      let stats = await fixture.services.connectionStats()
+      let stats = await fixture.services.statistics().connections
       #expect(stats.goAwaysReceived >= 2)
       let attempts = try metrics.expectCounter("journeysharing_connection_attempts_total").totalValue
       #expect(attempts >= 1)
@@ -385,7 +385,7 @@ struct LifecycleEndToEndTests {
       }
       #expect(closed)
       #expect(models.allSatisfy { !$0.isActive })
-      let stats = await fixture.services.connectionStats()
+      let stats = await fixture.services.statistics().connections
       #expect(stats.openConnections == 0)
       // Nothing is delivered after the shutdown.
       let callbacks = [0, 1, 2].map { recorder.events(fixture.simulator.tripName(index: $0)).count }

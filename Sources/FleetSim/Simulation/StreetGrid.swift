@@ -13,6 +13,7 @@
 // projection, exact enough within a few kilometres).
 
 import FleetEngineMessages
+import Primitives
 
 #if canImport(Glibc)
   import Glibc

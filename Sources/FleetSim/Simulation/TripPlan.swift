@@ -8,6 +8,7 @@
 // timestamps.
 
 public import FleetEngineMessages
+import Primitives
 
 #if canImport(Glibc)
   import Glibc

@@ -6,6 +6,7 @@
 
 import Foundation
 import JSONWebToken
+import Primitives
 import Testing
 
 // MARK: - Building tokens by hand
@@ -202,18 +203,3 @@ func sampleClaims() -> JWTClaims {
 }
 
 // MARK: - Random numbers
-
-/// SplitMix64: a small seeded generator, so the mutation tests are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-  private var state: UInt64
-
-  init(seed: UInt64) { state = seed }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
