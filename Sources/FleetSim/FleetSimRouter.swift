@@ -47,7 +47,7 @@ final class MeteredCall: GRPCServerCallContext, @unchecked Sendable {
   }
 
   /// A reset stream is CANCELLED for the client.
-  func reset(errorCode: UInt32) {
+  func reset(errorCode: HTTP2ErrorCode) {
     guard !base.isClosed else { return }
     base.reset(errorCode: errorCode)
     end(.cancelled)

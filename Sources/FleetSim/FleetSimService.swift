@@ -375,7 +375,7 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
           metrics.countFault(.reset)
           streams[key] = nil
           streamsOpenChanged(by: -1)
-          stream.call.reset(errorCode: 8)  // CANCEL: the client sees CANCELLED and follows again.
+          stream.call.reset(errorCode: .cancel)  // CANCEL: the client sees CANCELLED and follows again.
           continue
         }
         sent(message, on: stream)

@@ -84,7 +84,7 @@ public struct GRPCClientCall: Sendable {
     case finish(GRPCStatus)
     /// Send RST_STREAM with `http2ErrorCode` (if the stream was opened and is
     /// not closed yet), then complete the call with the status.
-    case resetAndFinish(http2ErrorCode: UInt32, GRPCStatus)
+    case resetAndFinish(http2ErrorCode: HTTP2ErrorCode, GRPCStatus)
     /// The request never reached the server's application (REFUSED_STREAM before any
     /// response, or a connection failure the transport reported as such): the transport may
     /// start the call again, once, on another stream, if it can still send the whole request;
@@ -238,7 +238,7 @@ public struct GRPCClientCall: Sendable {
     responseHeaders = GRPCMetadata(decodingHeaderFields: fields)
     if let notGRPC = Self.notGRPCStatus(head) {
       // A proxy or a web server answered. Its body is not gRPC: stop the stream.
-      return finish(serverStatus ?? notGRPC, reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+      return finish(serverStatus ?? notGRPC, reset: .cancel)
     }
     if let encoding = head.grpcEncoding, GRPCCompressionAlgorithm(name: encoding) != .identity {
       responseEncoding = encoding
@@ -255,7 +255,7 @@ public struct GRPCClientCall: Sendable {
     guard endStream else {
       return finish(
         GRPCStatus(code: .internalError, message: "second HEADERS block without END_STREAM"),
-        reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+        reset: .cancel)
     }
     let tail = ResponseFields(fields)
     guard let grpcStatus = tail.grpcStatus else {
@@ -331,7 +331,7 @@ public struct GRPCClientCall: Sendable {
     endStream: Bool,
     _ onMessage: (InboundMessage) -> Void
   ) -> Action {
-    let resetUnlessEnded: UInt32? = endStream ? nil : GRPCStatusMapping.HTTP2ErrorCode.cancel
+    let resetUnlessEnded: HTTP2ErrorCode? = endStream ? nil : HTTP2ErrorCode.cancel
     switch state {
     case .finished:
       return .none
@@ -440,20 +440,20 @@ public struct GRPCClientCall: Sendable {
   /// A server's RST_STREAM(CANCEL) that arrives after the call's deadline should
   /// be reported as DEADLINE_EXCEEDED: the transport, which owns the clock,
   /// calls ``deadlineExceeded()`` first in that case.
-  public mutating func streamClosed(http2ErrorCode: UInt32) -> Action {
+  public mutating func streamClosed(http2ErrorCode: HTTP2ErrorCode) -> Action {
     if case .finished = state { return .none }
     let codeName =
-      "\(GRPCStatusMapping.name(ofHTTP2ErrorCode: http2ErrorCode)) (0x\(String(http2ErrorCode, radix: 16)))"
-    guard http2ErrorCode != GRPCStatusMapping.HTTP2ErrorCode.noError else {
+      "\(http2ErrorCode.name) (0x\(String(http2ErrorCode.rawValue, radix: 16)))"
+    guard http2ErrorCode != HTTP2ErrorCode.noError else {
       let message =
         deframer.hasPartialMessage
         ? "stream ended in the middle of a message (\(deframer.bufferedBytes) bytes received)"
         : "stream closed without trailers"
       return finish(GRPCStatus(code: .internalError, message: message))
     }
-    let code = GRPCStatusMapping.code(forHTTP2ErrorCode: http2ErrorCode)
+    let code = GRPCStatusMapping.code(for: http2ErrorCode)
     let status = GRPCStatus(code: code, message: "stream closed with HTTP/2 error \(codeName)")
-    if http2ErrorCode == GRPCStatusMapping.HTTP2ErrorCode.refusedStream, case .awaitingHeaders = state {
+    if http2ErrorCode == HTTP2ErrorCode.refusedStream, case .awaitingHeaders = state {
       return finish(status, retry: true)
     }
     return finish(status)
@@ -464,7 +464,7 @@ public struct GRPCClientCall: Sendable {
     guard !isFinished else { return .none }
     return finish(
       GRPCStatus(code: .cancelled, message: "call cancelled by the client"),
-      reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+      reset: .cancel)
   }
 
   /// The call's deadline passed: DEADLINE_EXCEEDED, and reset the stream with CANCEL.
@@ -472,7 +472,7 @@ public struct GRPCClientCall: Sendable {
     guard !isFinished else { return .none }
     return finish(
       GRPCStatus(code: .deadlineExceeded, message: "deadline exceeded"),
-      reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+      reset: .cancel)
   }
 
   /// The connection failed or closed under the call: UNAVAILABLE with `message`, and `cause`
@@ -494,14 +494,14 @@ public struct GRPCClientCall: Sendable {
   /// parse (INTERNAL).
   public mutating func abort(_ status: GRPCStatus) -> Action {
     guard !isFinished else { return .none }
-    return finish(status, reset: GRPCStatusMapping.HTTP2ErrorCode.cancel)
+    return finish(status, reset: .cancel)
   }
 
   // MARK: - Helpers
 
   /// Decides the status, releases the deframer's buffer and says what to do: reset the stream
   /// first (`reset`), or let the transport start the call again if it can (`retry`).
-  private mutating func finish(_ status: GRPCStatus, reset: UInt32? = nil, retry: Bool = false) -> Action {
+  private mutating func finish(_ status: GRPCStatus, reset: HTTP2ErrorCode? = nil, retry: Bool = false) -> Action {
     state = .finished(status)
     deframer = GRPCMessageDeframer(maxMessageSize: deframer.maxMessageSize)
     if let reset { return .resetAndFinish(http2ErrorCode: reset, status) }

@@ -34,7 +34,7 @@ public protocol GRPCServerCallContext: AnyObject, Sendable {
   /// Ends the call with `status` and `trailers`.
   func finish(_ status: GRPCStatus, trailers: GRPCMetadata)
   /// Ends the stream abruptly (HTTP/2 RST_STREAM with `errorCode`; 8 is CANCEL).
-  func reset(errorCode: UInt32)
+  func reset(errorCode: HTTP2ErrorCode)
   /// Runs `handler` once if the client cancels the call (or its connection goes) before it finished.
   func onCancel(_ handler: @escaping () -> Void)
   /// Runs `body` on the scheduler after `delay`, whether or not the call has ended by then (check ``isClosed``): a

@@ -30,38 +30,6 @@ public enum GRPCStatusMapping {
     }
   }
 
-  /// HTTP/2 error codes (RFC 9113 §7), as carried by RST_STREAM and GOAWAY.
-  public enum HTTP2ErrorCode {
-    /// NO_ERROR (0x0).
-    public static let noError: UInt32 = 0x0
-    /// PROTOCOL_ERROR (0x1).
-    public static let protocolError: UInt32 = 0x1
-    /// INTERNAL_ERROR (0x2).
-    public static let internalError: UInt32 = 0x2
-    /// FLOW_CONTROL_ERROR (0x3).
-    public static let flowControlError: UInt32 = 0x3
-    /// SETTINGS_TIMEOUT (0x4).
-    public static let settingsTimeout: UInt32 = 0x4
-    /// STREAM_CLOSED (0x5).
-    public static let streamClosed: UInt32 = 0x5
-    /// FRAME_SIZE_ERROR (0x6).
-    public static let frameSizeError: UInt32 = 0x6
-    /// REFUSED_STREAM (0x7): the server did no work on the stream; safe to retry.
-    public static let refusedStream: UInt32 = 0x7
-    /// CANCEL (0x8).
-    public static let cancel: UInt32 = 0x8
-    /// COMPRESSION_ERROR (0x9).
-    public static let compressionError: UInt32 = 0x9
-    /// CONNECT_ERROR (0xa).
-    public static let connectError: UInt32 = 0xa
-    /// ENHANCE_YOUR_CALM (0xb).
-    public static let enhanceYourCalm: UInt32 = 0xb
-    /// INADEQUATE_SECURITY (0xc).
-    public static let inadequateSecurity: UInt32 = 0xc
-    /// HTTP_1_1_REQUIRED (0xd).
-    public static let http11Required: UInt32 = 0xd
-  }
-
   /// The status for a stream that closed with HTTP/2 error `code` before any
   /// `grpc-status` arrived (PROTOCOL-HTTP2.md, Errors):
   ///
@@ -77,24 +45,14 @@ public enum GRPCStatusMapping {
   /// never delivered its status. STREAM_CLOSED has no mapping in the spec;
   /// unknown codes are INTERNAL here (grpc-go says UNKNOWN), as either way
   /// something broke below gRPC.
-  public static func code(forHTTP2ErrorCode code: UInt32) -> GRPCStatusCode {
+  public static func code(for code: HTTP2ErrorCode) -> GRPCStatusCode {
     switch code {
-    case HTTP2ErrorCode.refusedStream: .unavailable
-    case HTTP2ErrorCode.cancel: .cancelled
-    case HTTP2ErrorCode.enhanceYourCalm: .resourceExhausted
-    case HTTP2ErrorCode.inadequateSecurity: .permissionDenied
+    case .refusedStream: .unavailable
+    case .cancel: .cancelled
+    case .enhanceYourCalm: .resourceExhausted
+    case .inadequateSecurity: .permissionDenied
     default: .internalError
     }
-  }
-
-  /// The RFC 9113 name of an HTTP/2 error code (`"REFUSED_STREAM"`), or `"0x…"` for unknown codes.
-  public static func name(ofHTTP2ErrorCode code: UInt32) -> String {
-    let names = [
-      "NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
-      "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR",
-      "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED",
-    ]
-    return code < names.count ? names[Int(code)] : "0x" + String(code, radix: 16)
   }
 
   /// Whether a `content-type` value denotes gRPC: `application/grpc` followed by

@@ -134,7 +134,7 @@ extension ClientConnection {
     // A stream the server refused (REFUSED_STREAM, or above a GOAWAY's last stream id) before any response
     // comes back as .retryOrFinish: it starts again once on another connection, if its request can be resent.
     // The machine decides a status for every close it had not decided before.
-    perform(active.machine.streamClosed(http2ErrorCode: errorCode.rawValue), on: streamID, remoteEnded: true)
+    perform(active.machine.streamClosed(http2ErrorCode: errorCode), on: streamID, remoteEnded: true)
   }
 
   func session(_ session: HTTP2Session, didRefuseHeaderListOfSize size: Int, limit: Int, streamID: Int32) {
@@ -173,7 +173,7 @@ extension ClientConnection {
       }
     case .resetAndFinish(let code, let decided):
       status = decided
-      session?.resetStream(streamID, errorCode: HTTP2ErrorCode(rawValue: code))
+      session?.resetStream(streamID, errorCode: code)
     case .retryOrFinish(let decided):
       status = decided  // The stream is closed already (refused): nothing to send on it.
       mayRetry = true

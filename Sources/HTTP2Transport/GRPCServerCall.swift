@@ -169,7 +169,7 @@ public final class GRPCServerCall: GRPCServerCallContext, @unchecked Sendable {
   }
 
   /// Resets the stream with `errorCode` (fault injection, or giving up on a slow client).
-  public func reset(errorCode: UInt32 = GRPCStatusMapping.HTTP2ErrorCode.cancel) {
+  public func reset(errorCode: HTTP2ErrorCode = .cancel) {
     loop.assertInEventLoop()
     guard machine.reset() else { return }
     perform { connection, call in

@@ -722,8 +722,8 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
     scheduleFlush()
   }
 
-  func resetStream(streamID: Int32, errorCode: UInt32) {
-    session?.resetStream(streamID, errorCode: HTTP2ErrorCode(rawValue: errorCode))
+  func resetStream(streamID: Int32, errorCode: HTTP2ErrorCode) {
+    session?.resetStream(streamID, errorCode: errorCode)
     core.shared.count { $0.streamsReset += 1 }
     scheduleFlush()
   }

@@ -124,7 +124,7 @@ final class TripHub: @unchecked Sendable {
     cancelTimer(of: watcher)
     service.watcherRemoved()
     service.watcherDropped()
-    watcher.call.reset(errorCode: GRPCStatusMapping.HTTP2ErrorCode.enhanceYourCalm)
+    watcher.call.reset(errorCode: HTTP2ErrorCode.enhanceYourCalm)
     if watchers.isEmpty && phase != .ended { service.remove(self) }
   }
 

@@ -6,7 +6,7 @@ import Testing
 typealias Fields = [(name: String, value: String)]
 typealias Action = GRPCClientCall.Action
 
-let cancelCode = GRPCStatusMapping.HTTP2ErrorCode.cancel
+let cancelCode = HTTP2ErrorCode.cancel
 
 /// Response headers of a well-formed gRPC response, plus `extra` fields.
 func grpcHeaders(_ extra: Fields = []) -> Fields {
@@ -505,8 +505,8 @@ struct ClosureTests {
   @Test("RST_STREAM before any response maps the code; REFUSED_STREAM lets the transport retry", arguments: rstTable)
   func resetBeforeHeaders(errorCode: UInt32, code: GRPCStatusCode) {
     var call = GRPCClientCall(kind: .unary)
-    let action = call.streamClosed(http2ErrorCode: errorCode)
-    let name = GRPCStatusMapping.name(ofHTTP2ErrorCode: errorCode)
+    let action = call.streamClosed(http2ErrorCode: HTTP2ErrorCode(rawValue: errorCode))
+    let name = HTTP2ErrorCode(rawValue: errorCode).name
     let status = GRPCStatus(
       code: code, message: "stream closed with HTTP/2 error \(name) (0x\(String(errorCode, radix: 16)))")
     #expect(action == (errorCode == 0x7 ? .retryOrFinish(status) : .finish(status)))
@@ -521,7 +521,7 @@ struct ClosureTests {
   func resetMidStream(errorCode: UInt32, code: GRPCStatusCode) {
     var call = GRPCClientCall.started(.serverStreaming)
     _ = call.data(frames([1]) + [0, 0])  // a message and a partial prefix
-    let action = call.streamClosed(http2ErrorCode: errorCode)
+    let action = call.streamClosed(http2ErrorCode: HTTP2ErrorCode(rawValue: errorCode))
     #expect(action.finalStatus?.code == code)
     #expect(!action.retries)
   }
@@ -531,7 +531,7 @@ struct ClosureTests {
     var call = GRPCClientCall.started(.unary)
     _ = call.data(frames([1]))
     #expect(call.receiveHeaders(trailerFields("0"), endStream: true) == .finish(.ok))
-    #expect(call.streamClosed(http2ErrorCode: errorCode) == .none)
+    #expect(call.streamClosed(http2ErrorCode: HTTP2ErrorCode(rawValue: errorCode)) == .none)
     #expect(call.status == .ok)
   }
 
@@ -539,14 +539,14 @@ struct ClosureTests {
   func closedWithoutTrailers() {
     var clean = GRPCClientCall.started(.serverStreaming)
     _ = clean.data(frames([1]))
-    #expect(clean.streamClosed(http2ErrorCode: 0) == finish(.internalError, "stream closed without trailers"))
+    #expect(clean.streamClosed(http2ErrorCode: .noError) == finish(.internalError, "stream closed without trailers"))
     var cut = GRPCClientCall.started(.serverStreaming)
     _ = cut.data(Array(GRPCMessageFramer.framed(message(100)).prefix(40)))
     #expect(
-      cut.streamClosed(http2ErrorCode: 0)
+      cut.streamClosed(http2ErrorCode: .noError)
         == finish(.internalError, "stream ended in the middle of a message (40 bytes received)"))
     var early = GRPCClientCall(kind: .unary)
-    #expect(early.streamClosed(http2ErrorCode: 0) == finish(.internalError, "stream closed without trailers"))
+    #expect(early.streamClosed(http2ErrorCode: .noError) == finish(.internalError, "stream closed without trailers"))
   }
 
   @Test("cancel resets with CANCEL and finishes CANCELLED, in any state before the status")
@@ -621,8 +621,8 @@ struct DecidedOnceTests {
     #expect(call.receiveHeaders(grpcHeaders(), endStream: false) == .none)
     #expect(call.data(frames([1], [2])) == (.none, []))
     #expect(call.data(frames([1]), endStream: true) == (.none, []))
-    #expect(call.streamClosed(http2ErrorCode: 0) == .none)
-    #expect(call.streamClosed(http2ErrorCode: 7) == .none)
+    #expect(call.streamClosed(http2ErrorCode: .noError) == .none)
+    #expect(call.streamClosed(http2ErrorCode: .refusedStream) == .none)
     #expect(call.cancel() == .none)
     #expect(call.deadlineExceeded() == .none)
     #expect(call.connectionFailed("x", retryable: true) == .none)

@@ -62,25 +62,27 @@ struct StatusMappingTests {
       (0xc, "INADEQUATE_SECURITY", .permissionDenied),
       (0xd, "HTTP_1_1_REQUIRED", .internalError),
     ])
-  func http2Table(errorCode: UInt32, name: String, code: GRPCStatusCode) {
-    #expect(GRPCStatusMapping.code(forHTTP2ErrorCode: errorCode) == code)
-    #expect(GRPCStatusMapping.name(ofHTTP2ErrorCode: errorCode) == name)
+  func http2Table(raw: UInt32, name: String, code: GRPCStatusCode) {
+    let errorCode = HTTP2ErrorCode(rawValue: raw)
+    #expect(GRPCStatusMapping.code(for: errorCode) == code)
+    #expect(errorCode.name == name)
   }
 
   @Test("unknown HTTP/2 error codes are INTERNAL", arguments: [UInt32(0xe), 0xf, 0x100, 0xFFFF_FFFF])
-  func http2Unknown(errorCode: UInt32) {
-    #expect(GRPCStatusMapping.code(forHTTP2ErrorCode: errorCode) == .internalError)
-    #expect(GRPCStatusMapping.name(ofHTTP2ErrorCode: errorCode) == "0x" + String(errorCode, radix: 16))
+  func http2Unknown(raw: UInt32) {
+    let errorCode = HTTP2ErrorCode(rawValue: raw)
+    #expect(GRPCStatusMapping.code(for: errorCode) == .internalError)
+    #expect(errorCode.name == "0x" + String(raw, radix: 16))
   }
 
   @Test("the named HTTP/2 error code constants match RFC 9113")
   func http2Constants() {
-    typealias Code = GRPCStatusMapping.HTTP2ErrorCode
-    #expect(Code.noError == 0 && Code.protocolError == 1 && Code.internalError == 2)
-    #expect(Code.flowControlError == 3 && Code.settingsTimeout == 4 && Code.streamClosed == 5)
-    #expect(Code.frameSizeError == 6 && Code.refusedStream == 7 && Code.cancel == 8)
-    #expect(Code.compressionError == 9 && Code.connectError == 0xa && Code.enhanceYourCalm == 0xb)
-    #expect(Code.inadequateSecurity == 0xc && Code.http11Required == 0xd)
+    let codes: [HTTP2ErrorCode] = [
+      .noError, .protocolError, .internalError, .flowControlError, .settingsTimeout, .streamClosed,
+      .frameSizeError, .refusedStream, .cancel, .compressionError, .connectError, .enhanceYourCalm,
+      .inadequateSecurity, .http11Required,
+    ]
+    #expect(codes.map(\.rawValue) == Array(0...0xd))
   }
 
   @Test(

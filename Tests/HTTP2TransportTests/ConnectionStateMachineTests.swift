@@ -234,7 +234,7 @@ struct ConnectionStateMachineTests {
     let call = makeCall()
     let first = makeStream(call)
     machine.opened(first, id: 1)
-    let refused = GRPCStatusMapping.HTTP2ErrorCode.refusedStream
+    let refused = HTTP2ErrorCode.refusedStream
     guard case .retryOrFinish = first.machine.streamClosed(http2ErrorCode: refused) else {
       Issue.record("a refused stream before any response may be retried")
       return

@@ -164,7 +164,7 @@ final class InMemoryServerCall: GRPCServerCallContext, @unchecked Sendable {
     deliver { $0.receiveHeaders(fields, endStream: true) }
   }
 
-  func reset(errorCode: UInt32) {
+  func reset(errorCode: HTTP2ErrorCode) {
     guard server.reset() else { return }
     deliver { call in call.clientDecided(call.client.streamClosed(http2ErrorCode: errorCode), remoteEnded: true) }
   }

@@ -452,7 +452,7 @@ func checkClientCall(
       status = finished
     case .resetAndFinish(let code, let finished):
       require(!endedByData, "reset a stream its DATA frame had ended")
-      require(code == 0x8, "reset with HTTP/2 error \(code), not CANCEL")
+      require(code == .cancel, "reset with HTTP/2 error \(code), not CANCEL")
       status = finished
     case .none, .deliverHeaders, .retryOrFinish:
       fatalError("unreachable: DATA gave \(decided)")
@@ -477,10 +477,10 @@ func checkClientCall(
     case .dataEndStream:
       fatalError("unreachable: a DATA frame with END_STREAM always ends the call")
     case .closedNoError:
-      action = call.streamClosed(http2ErrorCode: 0)
+      action = call.streamClosed(http2ErrorCode: .noError)
       expected = .internalError
     case .closedCancel:
-      action = call.streamClosed(http2ErrorCode: 0x8)
+      action = call.streamClosed(http2ErrorCode: .cancel)
       expected = .cancelled
     }
     guard case .finish(let status) = action else { fatalError("the end of the stream gave \(action)") }
@@ -497,7 +497,7 @@ func checkClientCall(
     require(action == .none, "DATA after the status gave \(action)")
   }
   require(call.receiveHeaders([(name: "grpc-status", value: "13")], endStream: true) == .none, "late trailers acted")
-  require(call.streamClosed(http2ErrorCode: 0x2) == .none, "a late RST_STREAM acted")
+  require(call.streamClosed(http2ErrorCode: .internalError) == .none, "a late RST_STREAM acted")
   require(call.cancel() == .none, "cancelling a finished call acted")
   require(call.status == final, "the status changed after it was decided")
 }

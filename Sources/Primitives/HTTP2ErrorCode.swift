@@ -1,8 +1,9 @@
-// Sources/HTTP2Session/HTTP2ErrorCode.swift - the HTTP/2 error code carried by RST_STREAM and GOAWAY
+// Sources/Primitives/HTTP2ErrorCode.swift - the one HTTP/2 error code type, carried by RST_STREAM and GOAWAY
 //
 // An open newtype rather than an enum: a peer may send any 32-bit code, and
 // RFC 9113 §7 says unknown codes must not trigger special behaviour, so they
-// must still be representable.
+// must still be representable. Here, below both, so that the nghttp2 engine (HTTP2Session) and gRPC's rules
+// (GRPCProtocol: the status a reset stream maps to, the code a server resets with) share it.
 
 /// An HTTP/2 error code (RFC 9113 §7), as carried by RST_STREAM and GOAWAY frames.
 ///
@@ -44,6 +45,12 @@ public struct HTTP2ErrorCode: RawRepresentable, Sendable, Hashable, CustomString
   public static let inadequateSecurity = HTTP2ErrorCode(rawValue: 0xc)
   /// HTTP_1_1_REQUIRED (0xd): the peer wants HTTP/1.1 for this request.
   public static let http11Required = HTTP2ErrorCode(rawValue: 0xd)
+
+  /// The RFC name (`REFUSED_STREAM`), or `0x…` for a code the RFC does not define.
+  public var name: String {
+    let description = self.description
+    return description.hasPrefix("UNKNOWN") ? "0x" + String(rawValue, radix: 16) : description
+  }
 
   /// The RFC name (`PROTOCOL_ERROR`), or `UNKNOWN(0x…)` for a code the RFC does not define.
   public var description: String {

@@ -1,0 +1,3 @@
+// Sources/GRPCProtocol/Exports.swift - the types of Primitives this module's API carries
+
+@_exported public import struct Primitives.HTTP2ErrorCode
