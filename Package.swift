@@ -352,6 +352,7 @@ let targets: [Target] = [
       "HTTP2Transport",
       "ProtoWire",
       .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
   ),

@@ -95,7 +95,7 @@ public final class FleetSim: Sendable {
   public init(
     configuration: FleetSimConfiguration,
     listen: GRPCServerConfiguration = GRPCServerConfiguration(),
-    logger: Logger = Logger(label: "journeysharing.fleetsim"),
+    logger: Logger = Logger(label: "journeysharing.fleetsim", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: (any MetricsFactory)? = nil
   ) throws(GRPCError) {
     self.configuration = configuration
@@ -252,7 +252,7 @@ public final class FleetSim: Sendable {
       router.beginDraining()
       return router.openWorkCalls
     }
-    logger.info("draining", metadata: ["open_calls": "\(open)", "grace_period": "\(grace)"])
+    logger.debug("draining", metadata: ["open_calls": "\(open)", "grace_period": "\(grace)"])
     // After the health updates are queued (tasks run in order): stop accepting, GOAWAY everywhere.
     await server.shutdown(graceful: true)
     let clock = ContinuousClock()
@@ -263,7 +263,7 @@ public final class FleetSim: Sendable {
       left = await onLoop { router.openWorkCalls }
     }
     if left > 0 {
-      logger.info("grace period over: ending the calls still open", metadata: ["open_calls": "\(left)"])
+      logger.debug("grace period over: ending the calls still open", metadata: ["open_calls": "\(left)"])
     }
     await onLoop { router.endOpenCalls(Self.shutdownStatus) }
     // A connection closes by itself once the end of its last stream is written (GOAWAY was sent).
@@ -274,7 +274,7 @@ public final class FleetSim: Sendable {
     }
     await server.shutdown(graceful: false)
     metrics.connectionsOpen.record(0)
-    logger.info("drained")
+    logger.debug("drained")
   }
 
   /// Runs `body` on the server's event loop and returns its result.

@@ -61,7 +61,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     host: String,
     port: Int,
     configuration: GRPCChannelConfiguration = .init(),
-    logger: Logger = Logger(label: "journeysharing.grpc")
+    logger: Logger = Logger(label: "journeysharing.grpc", factory: { _ in SwiftLogNoOpLogHandler() })
   ) throws(GRPCError) {
     try self.init(target: .dns(host: host, port: port), configuration: configuration, logger: logger)
   }
@@ -75,7 +75,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
   public convenience init(
     target: String,
     configuration: GRPCChannelConfiguration = .init(),
-    logger: Logger = Logger(label: "journeysharing.grpc")
+    logger: Logger = Logger(label: "journeysharing.grpc", factory: { _ in SwiftLogNoOpLogHandler() })
   ) throws(GRPCError) {
     try self.init(target: try GRPCTarget(parsing: target), configuration: configuration, logger: logger)
   }
@@ -97,7 +97,7 @@ public final class GRPCChannel: GRPCClientTransport, Sendable {
     target: GRPCTarget,
     resolver: (any GRPCNameResolver)? = nil,
     configuration: GRPCChannelConfiguration = .init(),
-    logger: Logger = Logger(label: "journeysharing.grpc")
+    logger: Logger = Logger(label: "journeysharing.grpc", factory: { _ in SwiftLogNoOpLogHandler() })
   ) throws(GRPCError) {
     let host = target.primaryHost
     let port = target.primaryPort

@@ -228,7 +228,7 @@ public final class GRPCServer: Sendable {
   /// - Throws: ``GRPCError`` (`INVALID_ARGUMENT`) when the TLS files cannot be loaded.
   public init(
     configuration: GRPCServerConfiguration, service: any GRPCService,
-    logger: Logger = Logger(label: "journeysharing.grpc.server")
+    logger: Logger = Logger(label: "journeysharing.grpc.server", factory: { _ in SwiftLogNoOpLogHandler() })
   ) throws(GRPCError) {
     self.configuration = configuration
     var tlsContext: TLSContext?

@@ -167,7 +167,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
       }
     } catch {
       // A client that breaks the protocol gets its GOAWAY and is closed; others are unaffected.
-      core.logger.info(
+      core.logger.debug(
         "closing a connection that broke the HTTP/2 protocol",
         metadata: ["error": "\(error)", "open_calls": "\(calls.count)"])
       flushNow()
@@ -282,7 +282,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// session has returned, and the peer's next connections are refused for a while. nghttp2's own
   /// rapid-reset limit works per connection; this one holds over reconnects.
   private func endForStreamRate(_ session: HTTP2Session) {
-    core.logger.info(
+    core.logger.debug(
       "ending a connection whose peer opens streams too fast",
       metadata: [
         "peer": "\(peer)", "streams_per_second": "\(core.configuration.streamOpensPerSecondPerPeer)",

@@ -445,7 +445,7 @@ final class ConnectionEventSink: Sendable {
 
   private func log(_ event: NATSConnectionEvent) {
     switch event {
-    case .connected(let server): logger.info("NATS connected", metadata: ["server": "\(server ?? "?")"])
+    case .connected(let server): logger.debug("NATS connected", metadata: ["server": "\(server ?? "?")"])
     case .disconnected: logger.warning("NATS disconnected; reconnecting")
     case .reconnected(let server): logger.info("NATS reconnected", metadata: ["server": "\(server ?? "?")"])
     case .lameDuckMode: logger.info("NATS server entered lame duck mode")

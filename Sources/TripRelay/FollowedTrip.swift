@@ -145,7 +145,7 @@ final class FollowedTrip: TripObserver, @unchecked Sendable {
         publishIfIdle()
       }
     case .superseded(let delivery):
-      following.logger.info(
+      following.logger.debug(
         "another relay follows the trip under a later delivery; stopping",
         metadata: ["trip": "\(name)", "delivery": "\(lease.delivery)", "theirs": "\(delivery)"])
       stop(.takenOver, release: .abandon)

@@ -227,7 +227,7 @@ struct FleetSimCommand: AsyncParsableCommand {
       var listen = GRPCServerConfiguration(host: host, port: port, tls: tls)
       limits.apply(to: &listen)
       sim = try FleetSim(
-        configuration: configuration, listen: listen,
+        configuration: configuration, listen: listen, logger: Logger(label: "journeysharing.fleetsim"),
         metricsFactory: registry.map { PrometheusMetricsFactory(registry: $0) } ?? NOOPMetricsHandler.instance)
     } catch {
       // The TLS certificate or key, or a JWT key, could not be used.

@@ -9,6 +9,7 @@
 import ArgumentParser
 import GRPCProtocol
 import HTTP2Transport
+import Logging
 import ProtoWire
 import ToolSupport
 
@@ -70,7 +71,8 @@ struct InteropClient: AsyncParsableCommand {
     }
     let channel = try GRPCChannel(
       host: serverHost, port: serverPort,
-      configuration: GRPCChannelConfiguration(security: security, authority: serverHostOverride))
+      configuration: GRPCChannelConfiguration(security: security, authority: serverHostOverride),
+      logger: Logger(label: "journeysharing.grpc"))
     do {
       try await testCase.run(on: channel)
       await channel.shutdown()

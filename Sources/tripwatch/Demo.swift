@@ -60,7 +60,8 @@ struct Demo: AsyncParsableCommand {
     simulation.speedup = speedup
     let sim = try FleetSim(
       configuration: FleetSimConfiguration(
-        simulation: simulation, updateInterval: .nanoseconds(Int64(updateInterval * 1e9))))
+        simulation: simulation, updateInterval: .nanoseconds(Int64(updateInterval * 1e9))),
+      logger: Logger(label: "journeysharing.fleetsim"))
     let port = try sim.start()
     // Following goes through the public consumer API only, as an application would.
     var configuration = JourneySharingConfiguration(

@@ -3,6 +3,7 @@
 import ArgumentParser
 import GRPCProtocol
 import HTTP2Transport
+import Logging
 import Synchronization
 import ToolSupport
 
@@ -110,7 +111,8 @@ struct RawCall: AsyncParsableCommand {
       security: plaintext ? .plaintext : .tls(tls), authority: authority)
     let channel: GRPCChannel
     do {
-      channel = try GRPCChannel(target: target, configuration: configuration)
+      channel = try GRPCChannel(
+        target: target, configuration: configuration, logger: Logger(label: "journeysharing.grpc"))
     } catch {
       throw ToolFailure(.invalidInput, error.message)
     }

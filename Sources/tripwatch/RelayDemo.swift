@@ -49,7 +49,8 @@ struct RelayDemo: AsyncParsableCommand {
     simulation.speedup = speedup
     simulation.provider = "demo"
     let sim = try FleetSim(
-      configuration: FleetSimConfiguration(simulation: simulation, updateInterval: .milliseconds(250)))
+      configuration: FleetSimConfiguration(simulation: simulation, updateInterval: .milliseconds(250)),
+      logger: Logger(label: "journeysharing.fleetsim"))
     let simPort = try sim.start()
     var logger = Logger(label: "tripwatch.relay.demo")
     // Closing the NATS connections at the end logs disconnects as warnings; only errors matter here.

@@ -336,7 +336,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
 
   /// A trip above ``JourneySharingConfiguration/limits`` was refused: RESOURCE_EXHAUSTED, retried.
   private func rejected(_ violation: TripLimitViolation, owed: Bool) {
-    configuration.logger.warning(
+    configuration.logger.debug(
       "refused a trip above the limits", metadata: ["trip": "\(tripName)", "reason": "\(violation.message)"])
     source?.stop()
     source = nil
@@ -346,7 +346,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
   /// Reports `error` and fetches again after the backoff delay (or at once when falling back to polling).
   private func failed(_ error: GRPCError) {
     if error.code == .unimplemented && fetch == .stream && configuration.fetchMode == .auto {
-      configuration.logger.info(
+      configuration.logger.debug(
         "the server has no streaming GetTrip; polling instead", metadata: ["trip": "\(tripName)"])
       fetch = .poll
       startSource()
