@@ -126,11 +126,11 @@ PYTEST_ENV = PROTOWIRE_CONFORMANCE=$(BUILD_DIR)/protowire-conformance \
 	GRPC_INTEROP_CLIENT=$(BUILD_DIR)/grpc-interop-client \
 	TRIPWATCH=$(BUILD_DIR)/tripwatch \
 	FLEETSIM=$(BUILD_DIR)/fleetsim
-HOSTILE_TESTS := Tests/FleetSim/test_server_hostile.py
+HOSTILE_TESTS := Tests/ToolsPytest/test_server_hostile.py
 
 python-test:
 	$(PYTEST_ENV) $(VENV_PY) -m pytest -q -s -m "not soak" Tests/Differential Tests/Interop Tests/Conformance \
-	    Tests/FleetSim Tests/FleetEngineFake Tests/Readme --ignore=$(HOSTILE_TESTS)
+	    Tests/ToolsPytest Tests/FleetEngineFake Tests/Readme --ignore=$(HOSTILE_TESTS)
 
 ## hostile-test: the attacks on fleetsim and tripwatch (a hostile client beside a well-behaved one, a hostile
 ## server), each printing a `hostile …:` line with the server's memory and CPU and the legitimate calls' latency;
@@ -140,7 +140,7 @@ hostile-test:
 
 ## soak: the attacks that need minutes (`@pytest.mark.soak`), not part of `make test`
 soak: build venv
-	$(PYTEST_ENV) $(VENV_PY) -m pytest -q -s -m soak Tests/FleetSim
+	$(PYTEST_ENV) $(VENV_PY) -m pytest -q -s -m soak Tests/ToolsPytest
 
 ## test-tsan: under ThreadSanitizer, the delivery pipeline, the channel, and the consumer API's tests (following,
 ## errors, lifecycle, refresh, limits), which run in memory on a virtual clock: every JourneySharingTests suite but

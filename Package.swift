@@ -146,24 +146,17 @@ let targets: [Target] = [
     name: "HTTP2TransportTests",
     dependencies: [
       "Primitives",
-      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TestLogging", "TransportTestSupport",
+      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TestSupport",
       .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
-  // Test code shared by test targets (a log handler that keeps records); not a product.
+  // Test code every suite shares; not a product: the in-memory transport and the virtual clock (stand-ins for a
+  // network), waiting for a condition, a log handler that keeps records, a child process's output.
   .target(
-    name: "TestLogging",
-    dependencies: ["Primitives", .product(name: "Logging", package: "swift-log")],
-    path: "Tests/TestLogging",
-    swiftSettings: defaultSwiftSettings
-  ),
-
-  // Tests' stand-ins for a network: an in-memory transport and a virtual clock; not a product.
-  .target(
-    name: "TransportTestSupport",
-    dependencies: ["GRPCProtocol", "Primitives"],
-    path: "Tests/TransportTestSupport",
+    name: "TestSupport",
+    dependencies: ["GRPCProtocol", "Primitives", .product(name: "Logging", package: "swift-log")],
+    path: "Tests/TestSupport",
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -176,7 +169,7 @@ let targets: [Target] = [
   ),
   .testTarget(
     name: "UpdatePipelineTests",
-    dependencies: ["Primitives", "UpdatePipeline"],
+    dependencies: ["Primitives", "UpdatePipeline", "TestSupport"],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -213,7 +206,7 @@ let targets: [Target] = [
       "JourneySharingCore", "UpdatePipeline", "Primitives",
       "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport",
       "JSONWebToken",
-      "ProtoWire", "TestLogging", "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
+      "ProtoWire", "TestSupport", .product(name: "Logging", package: "swift-log"),
       .product(name: "CoreMetrics", package: "swift-metrics"),
       .product(name: "MetricsTestKit", package: "swift-metrics"),
       .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -283,7 +276,7 @@ let targets: [Target] = [
   .testTarget(
     name: "NATSClientTests",
     dependencies: [
-      "NATSClient", "NATSTestSupport", "JSONWebToken", "TestLogging", .product(name: "Logging", package: "swift-log"),
+      "NATSClient", "NATSTestSupport", "JSONWebToken", "TestSupport", .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
   ),
@@ -312,8 +305,8 @@ let targets: [Target] = [
     name: "TripRelayTests",
     dependencies: [
       "TripRelay", "NATSClient", "NATSTestSupport", "JourneySharing", "FleetEngineMessages", "FleetSim",
-      "GRPCHealth", "GRPCProtocol", "HTTP2Transport", "JSONWebToken", "Primitives", "TestLogging",
-      "TransportTestSupport", .product(name: "Logging", package: "swift-log"),
+      "GRPCHealth", "GRPCProtocol", "HTTP2Transport", "JSONWebToken", "Primitives", "TestSupport",
+      .product(name: "Logging", package: "swift-log"),
       .product(name: "CoreMetrics", package: "swift-metrics"),
       .product(name: "MetricsTestKit", package: "swift-metrics"),
       .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

@@ -17,8 +17,9 @@ struct LatLngPathTests {
     let decoded = try Trip(serializedBytes: trip.serializedBytes())
     #expect(decoded.route == trip.route)
     #expect(decoded.route.coordinates.count == 200)
-    // The run of 200 elements was counted ahead: one exact reservation, no doubling slack.
-    #expect(decoded.route.capacity == 200)
+    // The run of 200 elements was counted ahead: one reservation of 200, no doubling slack (the allocator may
+    // round the block up by a few elements, depending on the thread's arena).
+    #expect((200..<208).contains(decoded.route.capacity))
     #expect(!decoded.route.hasUnknownFields)
     #expect(Array(decoded.route) == points(200))
   }

@@ -12,6 +12,7 @@ import GRPCProtocol
 import HTTP2Transport
 import Logging
 import MetricsTestKit
+import Primitives
 import ProtoWire
 import ServiceLifecycle
 import Testing
@@ -24,12 +25,6 @@ import Testing
 
 private let quiet = Logger(label: "fleetsim.lifecycle-tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
-private func wallClock() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_REALTIME, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
 private let tripCount = 20
 private let seed: UInt64 = 3
 
@@ -39,14 +34,14 @@ private func configuration(
   grace: Duration = .seconds(5), faults: FaultInjection = FaultInjection()
 ) -> FleetSimConfiguration {
   FleetSimConfiguration(
-    simulation: SimulationConfiguration(tripCount: tripCount, seed: seed, startTime: wallClock() - 30, speedup: 1),
+    simulation: SimulationConfiguration(tripCount: tripCount, seed: seed, startTime: unixTime() - 30, speedup: 1),
     updateInterval: .milliseconds(50), faults: faults, shutdownGracePeriod: grace)
 }
 
 /// A trip that is still under way 10 simulated minutes from now.
 private func longTrip(_ sim: FleetSim) throws -> String {
   let simulator = sim.simulator
-  let now = simulator.simulatedSeconds(atUnixTime: wallClock())
+  let now = simulator.simulatedSeconds(atUnixTime: unixTime())
   let index = try #require((0..<tripCount).first { !simulator.isFinished(index: $0, atSimulatedSeconds: now + 600) })
   return simulator.tripName(index: index)
 }

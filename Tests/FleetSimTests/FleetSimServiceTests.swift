@@ -10,6 +10,7 @@ import FleetSim
 import GRPCProtocol
 import HTTP2Transport
 import JSONWebToken
+import Primitives
 import ProtoWire
 import Testing
 
@@ -20,11 +21,6 @@ import Testing
 // MARK: - Helpers
 
 /// The wall clock in Unix seconds.
-private func wallClock() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_REALTIME, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
 
 /// The seed of the service tests' simulations.
 private let serviceSeed: UInt64 = 11
@@ -45,7 +41,7 @@ private func simConfiguration(
 ) -> FleetSimConfiguration {
   FleetSimConfiguration(
     simulation: SimulationConfiguration(
-      tripCount: serviceTripCount, seed: seed, startTime: wallClock() - simulatedNow / speedup, speedup: speedup),
+      tripCount: serviceTripCount, seed: seed, startTime: unixTime() - simulatedNow / speedup, speedup: speedup),
     updateInterval: updateInterval, auth: auth, faults: faults)
 }
 
@@ -54,7 +50,7 @@ private func simConfiguration(
 /// at most an hour between `iat` and `exp` (issued a minute before the earlier of now and `exp`, or an hour
 /// before `exp`, whichever is later).
 private func hs256Token(tripID: String?, secret: [UInt8] = serviceSecret, expiresIn: Double = 3600) throws -> String {
-  let now = wallClock()
+  let now = unixTime()
   let account = "fleetsim-tests@example.iam.gserviceaccount.com"
   var claims = JWTClaims(
     issuer: account, subject: account, audience: ["https://fleetengine.googleapis.com/"],
@@ -237,9 +233,9 @@ struct FleetSimServiceTests {
       let simulator = fixture.simulator
       for index in 0..<12 {
         let name = simulator.tripName(index: index)
-        let before = simulator.simulatedSeconds(atUnixTime: wallClock())
+        let before = simulator.simulatedSeconds(atUnixTime: unixTime())
         let trip = try await fixture.getTrip(name).get()
-        let after = simulator.simulatedSeconds(atUnixTime: wallClock())
+        let after = simulator.simulatedSeconds(atUnixTime: unixTime())
         let early = simulator.trip(index: index, atSimulatedSeconds: before)
         let late = simulator.trip(index: index, atSimulatedSeconds: after)
         #expect(trip.name == name)

@@ -4,6 +4,7 @@
 import GRPCProtocol
 import HTTP2Transport
 import Primitives
+import TestSupport
 import Testing
 
 @Suite("Connection backoff", .timeLimit(.minutes(1)))

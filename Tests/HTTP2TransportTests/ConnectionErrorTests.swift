@@ -5,6 +5,7 @@
 import GRPCProtocol
 import HTTP2Session
 import HTTP2Transport
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

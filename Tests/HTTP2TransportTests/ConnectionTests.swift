@@ -4,6 +4,7 @@
 import GRPCProtocol
 import HTTP2Transport
 import Primitives
+import TestSupport
 import Testing
 
 /// Records how a call ended, from the loop thread; readable from anywhere.

@@ -4,6 +4,7 @@
 import Foundation
 import GRPCProtocol
 import HTTP2Transport
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -7,6 +7,7 @@ import GRPCProtocol
 import HTTP2Transport
 import Primitives
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -6,6 +6,7 @@ import Foundation
 import GRPCProtocol
 import HTTP2Session
 import HTTP2Transport
+import TestSupport
 import Testing
 
 private let cases = "/conformance.Cases/"

@@ -11,6 +11,7 @@ import GRPCProtocol
 import HTTP2Session
 import HTTP2Transport
 import Primitives
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -87,17 +88,6 @@ func withStartedServer<R>(
   } catch {
     await server.shutdown(graceful: false)
     throw error
-  }
-}
-
-/// Polls `condition` every 10 ms until it holds or `timeout` passes.
-func within(_ timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
-  let clock = ContinuousClock()
-  let end = clock.now.advanced(by: timeout)
-  while true {
-    if await condition() { return true }
-    if clock.now >= end { return false }
-    try? await Task.sleep(for: .milliseconds(10))
   }
 }
 
@@ -178,7 +168,7 @@ struct ServerBoundsTests {
       // Whatever order the frames interleave in, the survivors hold at most the limit, and at least the limit
       // less one request (the last refusal happened above it): four survive, four are refused.
       #expect(await client.pump(until: { events in streams.filter { events.closed[$0] != nil }.count == 4 }))
-      #expect(await within { await server.stats().bufferedRequestBytes == 4 * ((512 << 10) + 5) })
+      #expect(await eventually { await server.stats().bufferedRequestBytes == 4 * ((512 << 10) + 5) })
       let refused = streams.filter { client.events.closed[$0] != nil }
       let open = streams.filter { client.events.closed[$0] == nil }
       for stream in refused {
@@ -193,7 +183,7 @@ struct ServerBoundsTests {
       // Cancelling three of the open requests releases their bytes; the fourth then completes and is served.
       for stream in open.dropFirst() { client.cancel(stream) }
       #expect(await client.pump(until: { events in open.dropFirst().allSatisfy { events.closed[$0] != nil } }))
-      #expect(await within { await server.stats().bufferedRequestBytes == (512 << 10) + 5 })
+      #expect(await eventually { await server.stats().bufferedRequestBytes == (512 << 10) + 5 })
       try client.send([UInt8](repeating: 2, count: 512 << 10), on: open[0], end: true)
       #expect(await client.pump(until: { $0.closed[open[0]] != nil }))
       #expect(client.grpcStatus(of: open[0]) == 0)
@@ -222,7 +212,7 @@ struct ServerBoundsTests {
       }
       // 6 × 512 KiB = 3 MiB + 30 bytes: over the server's limit by the prefixes, so exactly one is refused.
       #expect(
-        await within {
+        await eventually {
           for client in clients { client.pump() }
           return await server.stats().requestsRefused == 1
             && streams.filter { $0.0.events.closed[$0.1] != nil }.count == 1
@@ -283,7 +273,7 @@ struct ServerBoundsTests {
       #expect(stats.openConnections == 2)
       // One closes: the next connection is served.
       first.disconnect()
-      #expect(await within { await server.stats().openConnections == 1 })
+      #expect(await eventually { await server.stats().openConnections == 1 })
       let fourth = try RawHTTP2Client(port: port)
       #expect(await fourth.pump(until: { $0.settingsReceived }))
       let stream = try fourth.openRequest(path: BoundsMethod.count)
@@ -316,7 +306,7 @@ struct ServerBoundsTests {
       #expect(busy.events.goAway == .noError)
       let stats = await server.stats()
       #expect(stats.connectionsClosedIdle == 2)
-      #expect(await within { await server.stats().openConnections == 0 })
+      #expect(await eventually { await server.stats().openConnections == 0 })
     }
   }
 
@@ -333,7 +323,7 @@ struct ServerBoundsTests {
       #expect(await polite.pump(until: { $0.ended }, timeout: .seconds(1)) == false)
       let stats = await server.stats()
       #expect(stats.handshakesTimedOut == 1)
-      #expect(await within { await server.stats().openConnections == 1 })
+      #expect(await eventually { await server.stats().openConnections == 1 })
     }
   }
 
@@ -370,7 +360,7 @@ struct ServerBoundsTests {
       #expect(await client.pump(until: { $0.ended }))
       let stats = await server.stats()
       #expect(stats.connectionsClosedIdle == 1)
-      #expect(await within { await server.stats().openConnections == 0 })
+      #expect(await eventually { await server.stats().openConnections == 0 })
     }
   }
 
@@ -409,7 +399,7 @@ struct ServerBoundsTests {
         open.append((client, stream))
       }
       #expect(
-        await within {
+        await eventually {
           first.pump()
           second.pump()
           return await server.stats().bufferedRequestBytes == 2 * ((512 << 10) + 5)
@@ -453,7 +443,7 @@ struct ServerBoundsTests {
       client.cancel(first)
       client.cancel(second)
       #expect(
-        await within {
+        await eventually {
           client.pump(); return await server.stats().heldHeaderBytes == 0
         })
       let fourth = try client.openRequest(path: BoundsMethod.count, metadata: big)
@@ -508,7 +498,7 @@ struct ServerBoundsTests {
         streams.append(stream)
       }
       client.pumpWritesOnly()
-      #expect(await within { await server.stats().readPauses > 0 })
+      #expect(await eventually { await server.stats().readPauses > 0 })
       // Paused: ten more calls stay unread in the socket while the client does not read.
       for _ in 0..<10 {
         let stream = try client.openRequest(path: BoundsMethod.count)
@@ -539,15 +529,15 @@ struct ServerBoundsTests {
         try client.send(grpcPrefix(length: 0), on: stream, end: true)
       }
       client.pumpWritesOnly()
-      #expect(await within { await server.stats().readPauses > 0 })
+      #expect(await eventually { await server.stats().readPauses > 0 })
       // A half-close while the server is not reading: reported by epoll only to a reader, so no busy loop.
       client.shutdownWrites()
       let before = await loopCPUNanoseconds(server)
       try await Task.sleep(for: .milliseconds(500))
       let spent = await loopCPUNanoseconds(server) - before
       #expect(spent < 250_000_000, "the server's loop used \(spent / 1_000_000) ms of CPU in 500 ms while paused")
-      #expect(await within { await server.stats().connectionsStalled == 1 })
-      #expect(await within { await server.stats().openConnections == 0 })
+      #expect(await eventually { await server.stats().connectionsStalled == 1 })
+      #expect(await eventually { await server.stats().openConnections == 0 })
     }
   }
 }

@@ -10,6 +10,7 @@ import GRPCProtocol
 import HTTP2Session
 import HTTP2Transport
 import Primitives
+import TestSupport
 import Testing
 
 /// Methods of ``LoopGroupService``.
@@ -177,9 +178,9 @@ struct ServerLoopGroupTests {
         client.cancel(stream)
         client.pump()
       }
-      #expect(await within { service.cancellations.withLock { $0 } == 2 })
+      #expect(await eventually { service.cancellations.withLock { $0 } == 2 })
       #expect(service.cancelledOffLoop.withLock { $0 } == 0)
-      #expect(await within { await server.stats().callsCancelledByClient == 2 })
+      #expect(await eventually { await server.stats().callsCancelledByClient == 2 })
       #expect(await server.stats().openCalls == 0)
     }
   }
@@ -191,10 +192,10 @@ struct ServerLoopGroupTests {
       let stream = try client.openRequest(path: GroupMethod.flood)
       try client.send(grpcPrefix(length: 0), on: stream, end: true)
       client.pump()
-      #expect(await within { await server.connectionsPerLoop().reduce(0, +) == 1 })
+      #expect(await eventually { await server.connectionsPerLoop().reduce(0, +) == 1 })
       // The client reads nothing: the stream's window (64 KiB) and the sockets fill, the rest waits in the
       // stream, and the service sees it there and stops at its 256 KiB.
-      #expect(await within { service.largestBacklog.withLock { $0 } >= 256 << 10 })
+      #expect(await eventually { service.largestBacklog.withLock { $0 } >= 256 << 10 })
       try await Task.sleep(for: .milliseconds(300))
       let sent = service.floodSent.withLock { $0 }
       try await Task.sleep(for: .milliseconds(300))
@@ -244,7 +245,7 @@ struct ServerLoopGroupTests {
       #expect(await server.connectionsPerLoop() == [1, 1])
       server.sendGoAway()
       #expect(await pumpAll(clients, until: { $0.events.goAway == .noError }))
-      #expect(await within { await server.stats().goAwaysSent == 2 })
+      #expect(await eventually { await server.stats().goAwaysSent == 2 })
       await server.shutdown(graceful: false)
       #expect(await pumpAll(clients, until: { $0.events.ended }))
       #expect(await server.connectionsPerLoop() == [0, 0])

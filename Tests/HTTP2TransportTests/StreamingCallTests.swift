@@ -5,6 +5,7 @@ import Foundation
 import GRPCProtocol
 import HTTP2Transport
 import Synchronization
+import TestSupport
 import Testing
 
 private let service = GRPCIOFixture.service

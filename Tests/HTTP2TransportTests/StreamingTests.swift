@@ -3,6 +3,7 @@
 import GRPCProtocol
 import HTTP2Transport
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -4,7 +4,7 @@ import Foundation
 import GRPCProtocol
 import HTTP2Transport
 import Logging
-import TestLogging
+import TestSupport
 import Testing
 
 @Suite("TLS", .timeLimit(.minutes(1)))

@@ -10,6 +10,7 @@ import GRPCProtocol
 import HTTP2Transport
 import Logging
 import Primitives
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -260,26 +261,8 @@ struct Fixture {
 
 // MARK: - Waiting
 
-/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-/// Whether this process runs under ThreadSanitizer (which makes everything several times slower).
-let underThreadSanitizer: Bool = {
-  guard let process = dlopen(nil, RTLD_NOW) else { return false }
-  return dlsym(process, "__tsan_init") != nil
-}()
-
-/// The default wait of `eventually`: 20 s (the whole suite runs in parallel on two cores), 30 s under
 /// ThreadSanitizer. A bound on waiting, not a performance assertion: conditions usually hold in milliseconds.
 let eventuallyTimeout: Duration = underThreadSanitizer ? .seconds(30) : .seconds(20)
-
-func eventually(timeout: Duration = eventuallyTimeout, _ condition: () async -> Bool) async -> Bool {
-  let clock = ContinuousClock()
-  let end = clock.now.advanced(by: timeout)
-  while true {
-    if await condition() { return true }
-    if clock.now >= end { return false }
-    try? await Task.sleep(for: .milliseconds(10))
-  }
-}
 
 /// A unary call's response or error.
 func unaryResult(

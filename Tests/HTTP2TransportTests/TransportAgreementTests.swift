@@ -8,8 +8,8 @@
 import GRPCProtocol
 import HTTP2Transport
 import Primitives
+import TestSupport
 import Testing
-import TransportTestSupport
 
 private enum Probe {
   static let lateTimer = "/agree.Probe/LateTimer"
@@ -126,7 +126,9 @@ struct TransportAgreementTests {
     let overSockets = try await withStartedServer(GRPCServerConfiguration(port: 0), socketService) { _, port in
       let channel = try GRPCChannel(
         host: "127.0.0.1", port: port, configuration: GRPCChannelConfiguration(security: .plaintext))
-      let observed = await observe(channel, socketService) { done in _ = await within(.seconds(20)) { done() } }
+      let observed = await observe(channel, socketService) { done in
+        _ = await eventually(timeout: .seconds(20)) { done() }
+      }
       await channel.shutdown()
       return observed
     }

@@ -37,7 +37,7 @@ final class TripLedger: TripModelSubscriber {
   func tripModel(
     _ tripModel: TripModel, didUpdateSnapshot snapshot: TripSnapshot, updatedPropertyFields: TripPropertyFields
   ) {
-    let now = followWallClock()
+    let now = unixTime()
     let index = tripIndex(tripModel)
     trips.withLock { trips in
       guard trips.indices.contains(index) else { return }

@@ -9,8 +9,8 @@ import HTTP2Transport
 import JourneySharing
 import Primitives
 import Synchronization
+import TestSupport
 import Testing
-import TransportTestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -97,7 +97,7 @@ final class FleetSimProcess: @unchecked Sendable {
 
   /// Waits for `listening on HOST:PORT`; returns the port.
   func waitUntilListening() async throws -> Int {
-    let listening = await waitUntil(timeout: .seconds(30)) { output.listeningPort != nil || output.isClosed }
+    let listening = await eventually(timeout: .seconds(30)) { output.listeningPort != nil || output.isClosed }
     guard listening, let port = output.listeningPort else {
       throw ChaosError("fleetsim did not start listening: \(output.lines)")
     }
@@ -125,7 +125,7 @@ final class FleetSimProcess: @unchecked Sendable {
   func stop() async -> Int32 {
     process.terminate()
     process.waitUntilExit()
-    _ = await waitUntil(timeout: .seconds(5)) { output.isClosed }
+    _ = await eventually(timeout: .seconds(5)) { output.isClosed }
     return process.terminationStatus
   }
 }

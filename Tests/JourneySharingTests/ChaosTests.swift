@@ -21,7 +21,9 @@ import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
 import Logging
+import Primitives
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -63,7 +65,7 @@ struct ChaosTests {
     let runSeconds = 36.0
     let speedup = longest / runSeconds
     let lead = 3.0
-    let startTime = followWallClock() + lead
+    let startTime = unixTime() + lead
     let simulator = TripSimulator(
       configuration: SimulationConfiguration(
         provider: provider, tripCount: tripCount, seed: seed, startTime: startTime, speedup: speedup))
@@ -121,17 +123,17 @@ struct ChaosTests {
     var incarnations: [[String: Int]] = []
     var windows: [(down: Double, attempts: Int, allowed: Int, recovery: Double?)] = []
     for killAt in [8.0, 16.0, 24.0] {
-      try await Task.sleep(for: .seconds(max(0, startTime - lead + killAt - followWallClock())))
+      try await Task.sleep(for: .seconds(max(0, startTime - lead + killAt - unixTime())))
       incarnations.append(server.lastStats)
       server.kill()
-      let killed = followWallClock()
+      let killed = unixTime()
       let before = await services.statistics().connections
       try await Task.sleep(for: .milliseconds(1_500))
       let after = await services.statistics().connections
-      let down = followWallClock() - killed
+      let down = unixTime() - killed
       server = try FleetSimProcess(executable: executable, arguments: arguments, port: port)
       #expect(try await server.waitUntilListening() == port)
-      let restarted = followWallClock()
+      let restarted = unixTime()
       let attempts = after.connectAttempts - before.connectAttempts
       // +1: an attempt already scheduled when the kill was noticed.
       let allowed = maxAttempts(within: down, backoff: chaosBackoff) + 1
@@ -143,15 +145,15 @@ struct ChaosTests {
       let underWay = (0..<tripCount).filter {
         ledger.trip($0).finals.isEmpty && plans[$0].finishTime > restartedAt + 2 * speedup
       }
-      let recovered = await waitUntil(timeout: .seconds(20)) {
+      let recovered = await eventually(timeout: .seconds(20)) {
         underWay.allSatisfy { ledger.trip($0).lastUpdateWallTime > restarted }
       }
       #expect(recovered, "trips without an update since the restart")
-      windows.append((down, attempts, allowed, recovered ? followWallClock() - restarted : nil))
+      windows.append((down, attempts, allowed, recovered ? unixTime() - restarted : nil))
     }
 
     // Every trip ends; its final state arrives once.
-    let allFinal = await waitUntil(timeout: .seconds(120)) { ledger.all.allSatisfy { !$0.finals.isEmpty } }
+    let allFinal = await eventually(timeout: .seconds(120)) { ledger.all.allSatisfy { !$0.finals.isEmpty } }
     try await Task.sleep(for: .seconds(1))  // time for a duplicate to show up
     let records = ledger.all
     #expect(allFinal, "\(records.count { $0.finals.isEmpty }) trips without a final state")
@@ -182,7 +184,7 @@ struct ChaosTests {
     for (index, leaver) in leavers where !leaver.hasLeft {
       services.tripService.tripModel(forTripName: simulator.tripName(index: index)).unregisterSubscriber(leaver)
     }
-    #expect(await waitUntil(timeout: .seconds(10)) { services.tripService.allTripModels.isEmpty })
+    #expect(await eventually(timeout: .seconds(10)) { services.tripService.allTripModels.isEmpty })
     try await Task.sleep(for: .seconds(1))
     let rssFinal = residentBytes()
     trimMallocArenas()
@@ -233,7 +235,7 @@ func withRealTimeFleetSim<R>(
   try await FollowFixture.with(
     FleetSimConfiguration(
       simulation: SimulationConfiguration(
-        provider: provider, tripCount: tripCount, seed: 5, startTime: followWallClock() - 30, speedup: 1),
+        provider: provider, tripCount: tripCount, seed: 5, startTime: unixTime() - 30, speedup: 1),
       updateInterval: .milliseconds(100)),
     client: { chaosClientConfiguration(port: $0, provider: provider) }, body)
 }
@@ -259,7 +261,7 @@ extension ChaosTests {
       models[0].register(blockers[0])
       models[1].register(blockers[1])
       for model in models.dropFirst(2) { model.register(ledger) }
-      #expect(await waitUntil(timeout: .seconds(20)) { blockers.allSatisfy { $0.deliveryCount >= 1 } })
+      #expect(await eventually(timeout: .seconds(20)) { blockers.allSatisfy { $0.deliveryCount >= 1 } })
       let rssBefore = residentBytes()
       let updatesBefore = ledger.all.reduce(0) { $0 + $1.updates }
       ledger.startMeasuringDelays()
@@ -311,19 +313,19 @@ extension ChaosTests {
       let ledger = TripLedger(tripCount: 80)
       let models = indices.map { services.tripService.tripModel(forTripName: sim.simulator.tripName(index: $0)) }
       for model in models { model.register(ledger) }
-      #expect(await waitUntil(timeout: .seconds(20)) { indices.allSatisfy { ledger.trip($0).updates > 0 } })
+      #expect(await eventually(timeout: .seconds(20)) { indices.allSatisfy { ledger.trip($0).updates > 0 } })
       var lines: [String] = []
       for code in codes {
         let errorsBefore = ledger.all.map { $0.errorsByCode[code.rawValue] ?? 0 }
         // Every call fails with `code` from now on; the open streams are cut so that following has to call again.
         sim.setFaults(FaultInjection(failureRate: 1, failureCode: code))
         let callsBefore = await sim.stats().streamsStarted
-        let failingSince = followWallClock()
+        let failingSince = unixTime()
         sim.dropConnections()
         let failingFor = 2.0
         try await Task.sleep(for: .seconds(failingFor))
         let calls = await sim.stats().streamsStarted - callsBefore
-        let failedFor = followWallClock() - failingSince
+        let failedFor = unixTime() - failingSince
         let reported = indices.filter { (ledger.trip($0).errorsByCode[code.rawValue] ?? 0) > errorsBefore[$0] }
         #expect(reported.count == tripCount, "\(code.name): \(tripCount - reported.count) trips saw no such error")
         for model in models { #expect(await model.modelState() == .active, "\(code.name): following stopped") }
@@ -333,11 +335,11 @@ extension ChaosTests {
         #expect(calls <= allowed, "\(code.name): \(calls) calls in \(failedFor) s; backoff allows \(allowed)")
 
         sim.setFaults(FaultInjection())
-        let healed = followWallClock()
-        let resumed = await waitUntil(timeout: .seconds(20)) {
+        let healed = unixTime()
+        let resumed = await eventually(timeout: .seconds(20)) {
           indices.allSatisfy { ledger.trip($0).lastUpdateWallTime > healed }
         }
-        let resumedAfter = followWallClock() - healed
+        let resumedAfter = unixTime() - healed
         #expect(resumed, "\(code.name): updates did not resume on every trip after the server healed")
         lines.append(
           "chaos: \(code.name): \(reported.count) of \(tripCount) trips saw it, \(calls) calls in "

@@ -16,6 +16,7 @@ import Logging
 import Primitives
 import ProtoWire
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -24,19 +25,6 @@ import Testing
 
 // MARK: - Time and waiting
 
-/// The wall clock in Unix seconds.
-func followWallClock() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_REALTIME, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-/// Whether ThreadSanitizer instruments this process (then everything runs several times slower).
-let underThreadSanitizer: Bool = {
-  guard let process = dlopen(nil, RTLD_NOW) else { return false }
-  return dlsym(process, "__tsan_init") != nil
-}()
-
 /// How many wall-clock seconds after its server starts a test's trips begin: time to set up and subscribe
 /// first, so the whole trip is seen from NEW (longer under ThreadSanitizer).
 let followLeadTime: Double = underThreadSanitizer ? 8 : 3
@@ -44,18 +32,6 @@ let followLeadTime: Double = underThreadSanitizer ? 8 : 3
 /// A simulated "now" long before every trip starts: the trips stay NEW (still moving their location's
 /// timestamps on every update) for hours. For tests that need a trip under way for as long as they run.
 let followNeverStarts = -10_000_000.0
-
-/// Polls `condition` every 10 ms until it holds or `timeout` passes (four times longer under
-/// ThreadSanitizer); returns whether it held.
-func waitUntil(timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
-  let clock = ContinuousClock()
-  let end = clock.now.advanced(by: underThreadSanitizer ? timeout * 4 : timeout)
-  while true {
-    if await condition() { return true }
-    if clock.now >= end { return false }
-    try? await Task.sleep(for: .milliseconds(10))
-  }
-}
 
 // MARK: - Simulations
 
@@ -77,7 +53,7 @@ let followPlanner = TripSimulator(
 func followSimConfiguration(
   tripCount: Int = followTripCount, speedup: Double = 300, simulatedNow: Double? = nil,
   updateInterval: Duration = .milliseconds(20), auth: FleetSimConfiguration.Auth? = nil,
-  faults: FaultInjection = FaultInjection(), startTime: Double? = nil, now: Double = followWallClock()
+  faults: FaultInjection = FaultInjection(), startTime: Double? = nil, now: Double = unixTime()
 ) -> FleetSimConfiguration {
   FleetSimConfiguration(
     simulation: SimulationConfiguration(
@@ -414,7 +390,7 @@ func isInPlannedOrder(_ statuses: [TripStatus], plan: TripPlan) -> Bool {
 /// clock, Unix seconds), with the claims FleetSim checks as Fleet Engine does: its audience, `iss` = `sub` (a
 /// service account), and at most an hour between `iat` and `exp`.
 func followToken(
-  tripID: String, expiresIn: Double = 3_600, secret: [UInt8] = followSecret, now: Double = followWallClock()
+  tripID: String, expiresIn: Double = 3_600, secret: [UInt8] = followSecret, now: Double = unixTime()
 ) throws -> String {
   let account = "journeysharing-tests@example.iam.gserviceaccount.com"
   var claims = JWTClaims(

@@ -13,9 +13,9 @@ import Logging
 import MetricsTestKit
 import Primitives
 import ServiceLifecycle
+import TestSupport
 import Testing
 import Tracing
-import TransportTestSupport
 
 @testable import JourneySharing
 
@@ -189,9 +189,9 @@ struct MetricsEndToEndTests {
       let recorder = RecordingSubscriber()
       let model = fixture.model(0)
       model.register(recorder)
-      let sent = await waitUntil(timeout: .seconds(20)) { await fixture.sim.stats().injectedGoAways >= 2 }
+      let sent = await eventually(timeout: .seconds(20)) { await fixture.sim.stats().injectedGoAways >= 2 }
       #expect(sent)
-      let counted = await waitUntil(timeout: .seconds(20)) {
+      let counted = await eventually(timeout: .seconds(20)) {
         await fixture.services.flushMetrics()
         return ((try? metrics.expectCounter("journeysharing_goaways_received_total").totalValue) ?? 0) >= 2
       }
@@ -373,13 +373,13 @@ struct LifecycleEndToEndTests {
           logger: quietLogger("group")))
       try await withThrowingTaskGroup(of: Void.self) { tasks in
         tasks.addTask { try await group.run() }
-        let streaming = await waitUntil(timeout: .seconds(20)) { await fixture.sim.serverStats().openCalls == 3 }
+        let streaming = await eventually(timeout: .seconds(20)) { await fixture.sim.serverStats().openCalls == 3 }
         #expect(streaming)
         await group.triggerGracefulShutdown()
         try await tasks.next()
       }
       // run() returned after the shutdown: nothing open on the server, no model following.
-      let closed = await waitUntil(timeout: .seconds(10)) {
+      let closed = await eventually(timeout: .seconds(10)) {
         let stats = await fixture.sim.serverStats()
         return stats.openCalls == 0 && stats.openConnections == 0
       }
@@ -419,11 +419,11 @@ struct LifecycleEndToEndTests {
           let model = services.tripService.tripModel(forTripName: fixture.simulator.tripName(index: 1))
           held.withLock { $0 = model }
           model.register(recorder)
-          _ = await waitUntil(timeout: .seconds(20)) { model.isActive }
+          _ = await eventually(timeout: .seconds(20)) { model.isActive }
           throw Failure()
         }
       }
-      let closed = await waitUntil(timeout: .seconds(10)) { await fixture.sim.serverStats().openCalls == 0 }
+      let closed = await eventually(timeout: .seconds(10)) { await fixture.sim.serverStats().openCalls == 0 }
       #expect(closed)
       #expect(held.withLock { $0?.isActive } == false)
       held.withLock { $0?.unregisterSubscriber(recorder) }

@@ -8,8 +8,8 @@
 import FleetEngineMessages
 import GRPCProtocol
 import Primitives
+import TestSupport
 import Testing
-import TransportTestSupport
 
 @testable import JourneySharing
 

@@ -9,8 +9,8 @@
 import FleetEngineMessages
 import GRPCProtocol
 import Primitives
+import TestSupport
 import Testing
-import TransportTestSupport
 import UpdatePipeline
 
 @testable import JourneySharing
@@ -158,7 +158,7 @@ private struct VirtualServices {
   /// Waits (real time, briefly) until the scheduler is idle and the delivery threads have run what it queued.
   func settle() async {
     scheduler.waitUntilIdle()
-    _ = await waitUntil(timeout: .seconds(5)) { !services.core.executor.hasPendingWork }
+    _ = await eventually(timeout: .seconds(5)) { !services.core.executor.hasPendingWork }
     scheduler.waitUntilIdle()
   }
 

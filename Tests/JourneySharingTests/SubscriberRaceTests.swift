@@ -12,8 +12,8 @@ import Foundation
 import GRPCProtocol
 import JourneySharing
 import Primitives
+import TestSupport
 import Testing
-import TransportTestSupport
 
 /// Never asked: its transport is unreachable.
 private final class NoService: GRPCService {
@@ -54,9 +54,9 @@ private final class Rendezvous: Sendable {
   init(count: Int) { self.count = count }
   func arriveAndWait(timeout: Double = 10) -> Bool {
     arrived.withLock { $0 += 1 }
-    let end = followWallClock() + timeout
+    let end = unixTime() + timeout
     while arrived.withLock({ $0 }) < count {
-      if followWallClock() > end { return false }
+      if unixTime() > end { return false }
       usleep(100)
     }
     return true
@@ -177,7 +177,7 @@ struct SubscriberRaceTests {
       b.register(second)
       // Each gets UNAVAILABLE (nothing answers), meets the other inside its callback, and unregisters it. (The
       // errors need no virtual time: this waits for the delivery threads, in real time.)
-      let finished = await waitUntil(timeout: .seconds(30)) { first.done && second.done }
+      let finished = await eventually(timeout: .seconds(30)) { first.done && second.done }
       #expect(finished, "round \(round): the mutual unregistration did not return")
       #expect(first.met && second.met, "round \(round): the two callbacks did not overlap")
       #expect(a.subscriberCount == 0 && b.subscriberCount == 0)

@@ -14,7 +14,7 @@ import JSONWebToken
 import JourneySharing
 import Logging
 import Primitives
-import TestLogging
+import TestSupport
 import Testing
 
 /// Keeps every rendering of every error it is given.

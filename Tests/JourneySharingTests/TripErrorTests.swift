@@ -11,8 +11,8 @@ import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
 import Synchronization
+import TestSupport
 import Testing
-import TransportTestSupport
 
 #if canImport(Glibc)
   import Glibc

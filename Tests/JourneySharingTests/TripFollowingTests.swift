@@ -9,6 +9,8 @@ import FleetSim
 import GRPCProtocol
 import HTTP2Transport
 import JourneySharing
+import Primitives
+import TestSupport
 import Testing
 
 /// Checks everything one subscriber recorded while following trip `index` from start to end.
@@ -220,7 +222,7 @@ struct TripFollowingEndToEndTests {
     let simulator = TripSimulator(
       configuration: SimulationConfiguration(
         provider: followProvider, tripCount: followTripCount, seed: followSeed,
-        startTime: followWallClock() + followLeadTime, speedup: 300))
+        startTime: unixTime() + followLeadTime, speedup: 300))
     let fake = UnaryOnlyFleetEngine(simulator: simulator)
     let server = try GRPCServer(configuration: GRPCServerConfiguration(), service: fake, logger: quietLogger("fake"))
     let port = try server.start()
@@ -230,7 +232,7 @@ struct TripFollowingEndToEndTests {
     let name = simulator.tripName(index: index)
     let model = services.tripService.tripModel(forTripName: name)
     model.register(recorder)
-    let done = await waitUntil(timeout: .seconds(30)) { recorder.stopped(name) }
+    let done = await eventually(timeout: .seconds(30)) { recorder.stopped(name) }
     #expect(done)
     checkWholeTrip(recorder, index: index, simulator: simulator)
     // No UNIMPLEMENTED (nor any other error) reached the subscriber.

@@ -10,7 +10,7 @@ import GRPCProtocol
 import HTTP2Session
 import HTTP2Transport
 import Logging
-import TestLogging
+import TestSupport
 import Testing
 
 @testable import JourneySharing

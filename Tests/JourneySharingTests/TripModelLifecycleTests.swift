@@ -11,8 +11,8 @@ import HTTP2Transport
 import JourneySharing
 import Primitives
 import Synchronization
+import TestSupport
 import Testing
-import TransportTestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -191,7 +191,7 @@ struct ManyTripsEndToEndTests {
       let counter = FinalCounter()
       let models = (0..<tripCount).map { fixture.model($0) }
       for model in models { model.register(counter) }
-      let done = await waitUntil(timeout: .seconds(60)) { counter.inactiveCount == tripCount }
+      let done = await eventually(timeout: .seconds(60)) { counter.inactiveCount == tripCount }
       #expect(done, "\(counter.inactiveCount) of \(tripCount) trips finished")
       let finals = counter.finalCounts
       #expect(finals.count == tripCount)
@@ -338,18 +338,18 @@ struct JourneySharingSessionFollowingTests {
       let session = JourneySharingSession(tripModel: model)
       session.start()
       let ready = await fixture.wait {
-        let state = session.state(at: followWallClock())
+        let state = session.state(at: unixTime())
         return state.vehicle != nil && !state.remainingRoute.isEmpty
       }
       #expect(ready)
-      let state = session.state(at: followWallClock())
+      let state = session.state(at: unixTime())
       #expect(state.vehicle != nil)
       #expect(!state.remainingRoute.isEmpty)
       #expect(state.pickup != nil && state.dropoff != nil)
       #expect(state.cameraBounds != nil)
       #expect(state.tripStatus != .unknownTripStatus)
-      #expect(session.interpolatedVehicle(at: followWallClock()) != nil)
-      let geoJSON = session.geoJSON(at: followWallClock())
+      #expect(session.interpolatedVehicle(at: unixTime()) != nil)
+      let geoJSON = session.geoJSON(at: unixTime())
       #expect(geoJSON.contains("\"FeatureCollection\""))
       #expect(session.geoJSON().contains("FeatureCollection"))
       session.stop()

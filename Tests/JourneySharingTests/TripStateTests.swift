@@ -8,6 +8,7 @@ import FleetEngineMessages
 import FleetSim
 import HTTP2Transport
 import Primitives
+import TestSupport
 import Testing
 
 @_spi(Benchmarks) @testable import JourneySharing

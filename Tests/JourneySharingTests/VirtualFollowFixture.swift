@@ -16,8 +16,8 @@ import HTTP2Transport
 import Logging
 import Primitives
 import Synchronization
+import TestSupport
 import Testing
-import TransportTestSupport
 import UpdatePipeline
 
 @testable import JourneySharing
@@ -36,7 +36,7 @@ final class FixtureClock: Sendable {
   init() {}
 
   /// The fixture's clock in Unix seconds (the wall clock until a fixture set it).
-  var now: Double { (source.withLock { $0 })?() ?? followWallClock() }
+  var now: Double { (source.withLock { $0 })?() ?? unixTime() }
 
   /// Reads `clock` from now on.
   func use(_ clock: @escaping @Sendable () -> Double) { source.withLock { $0 = clock } }
@@ -371,7 +371,7 @@ extension FollowFixture: TripFollowingFixture {
   func sleepOnClock(_ duration: Duration) { blockingWallSleep(duration) }
 
   func wait(timeout: Duration, until condition: @escaping () async -> Bool) async -> Bool {
-    await waitUntil(timeout: timeout, condition)
+    await eventually(timeout: timeout, condition)
   }
 
   func pass(_ duration: Duration) async { try? await Task.sleep(for: duration) }
@@ -387,7 +387,7 @@ extension FollowFixture: TripFollowingFixture {
 
   func setFaults(_ faults: FaultInjection) async { sim.setFaults(faults) }
 
-  var now: Double { followWallClock() }
+  var now: Double { unixTime() }
 
   func moreServices(client: (JourneySharingConfiguration) -> JourneySharingConfiguration) throws
     -> JourneySharingServices
@@ -406,7 +406,7 @@ struct SocketServiceFixture: ServiceFixture {
   func sleepOnClock(_ duration: Duration) { blockingWallSleep(duration) }
 
   func wait(timeout: Duration, until condition: @escaping () async -> Bool) async -> Bool {
-    await waitUntil(timeout: timeout, condition)
+    await eventually(timeout: timeout, condition)
   }
 
   func pass(_ duration: Duration) async { try? await Task.sleep(for: duration) }
@@ -418,7 +418,7 @@ struct SocketServiceFixture: ServiceFixture {
       connectionsAccepted: stats.connectionsAccepted)
   }
 
-  var now: Double { followWallClock() }
+  var now: Double { unixTime() }
 
   func moreServices(client: (JourneySharingConfiguration) -> JourneySharingConfiguration) throws
     -> JourneySharingServices
@@ -444,13 +444,13 @@ func withFollowFixture<R>(
   switch transport {
   case .inMemory:
     return try await VirtualFollowFixture.with(
-      simulation, client: client, startTime: startsAtWallTime ? followWallClock().rounded(.down) : nil,
+      simulation, client: client, startTime: startsAtWallTime ? unixTime().rounded(.down) : nil,
       clock: clock, deliveryPatience: deliveryPatience
     ) { try await body($0) }
   case .sockets:
-    clock?.use { followWallClock() }
+    clock?.use { unixTime() }
     return try await FollowFixture.with(
-      simulation(followWallClock()), client: { client(followClientConfiguration(port: $0)) }
+      simulation(unixTime()), client: { client(followClientConfiguration(port: $0)) }
     ) { try await body($0) }
   }
 }
@@ -471,8 +471,8 @@ func withServiceFixture<S: GRPCService, R>(
       try await body($0, $1)
     }
   case .sockets:
-    clock?.use { followWallClock() }
-    let served = service(followWallClock())
+    clock?.use { unixTime() }
+    let served = service(unixTime())
     let server = try GRPCServer(
       configuration: GRPCServerConfiguration(), service: served, logger: quietLogger("served"))
     let services: JourneySharingServices

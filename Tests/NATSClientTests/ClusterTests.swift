@@ -2,6 +2,7 @@
 
 import NATSClient
 import NATSTestSupport
+import TestSupport
 import Testing
 
 extension NATSClientTests {

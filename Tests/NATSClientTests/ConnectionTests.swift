@@ -2,7 +2,7 @@
 
 import NATSClient
 import NATSTestSupport
-import TestLogging
+import TestSupport
 import Testing
 
 extension NATSClientTests {

@@ -7,7 +7,7 @@ import Foundation
 import JSONWebToken
 import NATSClient
 import NATSTestSupport
-import TestLogging
+import TestSupport
 import Testing
 
 extension NATSClientTests {

@@ -3,6 +3,7 @@
 import NATSClient
 import NATSTestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 extension NATSClientTests {

@@ -4,6 +4,7 @@
 import NATSClient
 import NATSTestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// The outcomes a publisher reported, by tag.

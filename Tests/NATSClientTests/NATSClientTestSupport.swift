@@ -3,7 +3,7 @@
 import Logging
 import NATSClient
 import NATSTestSupport
-import TestLogging
+import TestSupport
 import Testing
 
 /// Every NATSClient suite runs under this one, one test at a time: each test starts its own nats-server
@@ -32,18 +32,6 @@ func connect(
   configuration.connectTimeout = .seconds(2)
   configure(&configuration)
   return try await NATSConnection.connect(configuration, logger: logger)
-}
-
-/// Polls `condition` every `interval` until it holds; returns false if it still does not after `timeout`.
-func eventually(
-  timeout: Duration, interval: Duration = .milliseconds(100), _ condition: () async throws -> Bool
-) async rethrows -> Bool {
-  let deadline = ContinuousClock.now + timeout
-  while true {
-    if try await condition() { return true }
-    if ContinuousClock.now >= deadline { return false }
-    try? await Task.sleep(for: interval)
-  }
 }
 
 /// Waits for the first event of `stream` that satisfies `predicate`, at most `timeout`.

@@ -15,9 +15,9 @@ import JourneySharing
 import Logging
 import NATSClient
 import Primitives
+import TestSupport
 import Testing
 import Tracing
-import TransportTestSupport
 
 @testable import TripRelay
 
@@ -86,11 +86,16 @@ private final class FollowFixture: Sendable {
     }
   }
 
+  /// Advances the virtual clock 250 ms a step, for at most 100 virtual seconds, until `condition` holds. Bounded
+  /// by virtual time, not the wall clock: when the whole suite keeps the cooperative pool busy, the steps (and
+  /// the off-scheduler hops between them) take longer, and nothing else changes.
   func until(_ condition: () -> Bool) async -> Bool {
-    await eventually {
+    for _ in 0..<400 {
       scheduler.advance(by: .milliseconds(250))
-      return condition()
+      if condition() { return true }
+      try? await Task.sleep(for: .milliseconds(5))
     }
+    return condition()
   }
 
   var stops: [RelayEvent.StopReason] {

@@ -25,6 +25,7 @@ import Logging
 import NATSClient
 import NATSTestSupport
 import Primitives
+import TestSupport
 import Testing
 import TripRelay
 

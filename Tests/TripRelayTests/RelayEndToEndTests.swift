@@ -16,7 +16,7 @@ import Logging
 import NATSClient
 import NATSTestSupport
 import Primitives
-import TestLogging
+import TestSupport
 import Testing
 
 @testable import TripRelay

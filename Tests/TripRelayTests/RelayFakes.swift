@@ -12,7 +12,7 @@ import GRPCProtocol
 import JSONWebToken
 import NATSClient
 import Primitives
-import TransportTestSupport
+import TestSupport
 
 @testable import TripRelay
 
@@ -267,16 +267,4 @@ func moveUpdate(_ name: TripName, latitude: Double) -> TripUpdate {
   update.trip = testTrip(name, latitude: latitude).projected(onto: [11])
   update.updatedFields = [11]
   return update
-}
-
-/// Polls `condition` (real time) until it holds or `timeout` passes.
-func eventually(
-  timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool
-) async rethrows -> Bool {
-  let deadline = ContinuousClock.now + timeout
-  while true {
-    if try await condition() { return true }
-    if ContinuousClock.now >= deadline { return false }
-    try? await Task.sleep(for: interval)
-  }
 }

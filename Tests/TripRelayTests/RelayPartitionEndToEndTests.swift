@@ -14,8 +14,8 @@ import FleetSim
 import Foundation
 import NATSTestSupport
 import Primitives
+import TestSupport
 import Testing
-import TransportTestSupport
 
 @testable import TripRelay
 

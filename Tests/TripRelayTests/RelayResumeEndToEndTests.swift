@@ -13,6 +13,7 @@ import MetricsTestKit
 import NATSClient
 import NATSTestSupport
 import Primitives
+import TestSupport
 import Testing
 
 @testable import TripRelay

@@ -3,7 +3,7 @@
 import Foundation
 import Logging
 import Primitives
-import TransportTestSupport
+import TestSupport
 
 #if canImport(Glibc)
   import Glibc

@@ -13,9 +13,8 @@ import Logging
 import MetricsTestKit
 import NATSClient
 import Primitives
-import TestLogging
+import TestSupport
 import Testing
-import TransportTestSupport
 
 @testable import TripRelay
 

@@ -2,6 +2,7 @@
 // workers, shutdown
 
 import Synchronization
+import TestSupport
 import Testing
 import UpdatePipeline
 

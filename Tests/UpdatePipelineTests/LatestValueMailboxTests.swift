@@ -1,6 +1,7 @@
 // Tests/UpdatePipelineTests/LatestValueMailboxTests.swift - coalescing, the delivery protocol under a racing
 // writer, close, and the mailbox's footprint
 
+import Primitives
 import Synchronization
 import Testing
 import UpdatePipeline

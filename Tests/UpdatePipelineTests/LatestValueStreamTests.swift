@@ -1,7 +1,9 @@
 // Tests/UpdatePipelineTests/LatestValueStreamTests.swift - merged values, waking a waiting consumer, finish,
 // cancellation, dropped iterators, and a racing writer thread
 
+import Primitives
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import UpdatePipeline
@@ -35,10 +37,10 @@ struct LatestValueStreamTests {
       }
       return received
     }
-    await waitUntilAsync { stream.hasWaiter }
+    await eventually { stream.hasWaiter }
     #expect(stream.hasWaiter)
     stream.publish("a", changes: 1)
-    await waitUntilAsync { stream.hasWaiter }
+    await eventually { stream.hasWaiter }
     stream.publish("b", changes: 2)
     let received = await consumer.value
     #expect(received.map(\.value) == ["a", "b"])
@@ -67,7 +69,7 @@ struct LatestValueStreamTests {
       for await _ in stream { count += 1 }
       return count
     }
-    await waitUntilAsync { stream.hasWaiter }
+    await eventually { stream.hasWaiter }
     stream.finish()
     #expect(await consumer.value == 0)
     #expect(stream.isTerminated)
@@ -85,7 +87,7 @@ struct LatestValueStreamTests {
       return count
     }
     stream.publish(Tracked(0, live: live), changes: 1)
-    await waitUntilAsync { stream.hasWaiter }
+    await eventually { stream.hasWaiter }
     #expect(stream.hasWaiter)
     consumer.cancel()
     let count = await consumer.value

@@ -2,6 +2,7 @@
 // writer publishes 100k as fast as it can: no queue, bounded memory, increasing values, the last one arrives
 
 import Primitives
+import TestSupport
 import Testing
 import UpdatePipeline
 

@@ -1,6 +1,8 @@
 // Tests/UpdatePipelineTests/TestSupport.swift - threads, counters, gates and tracked values for the tests
 
+import Primitives
 import Synchronization
+import TestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -76,57 +78,7 @@ final class Gate: Sendable {
   /// Waits until the gate opens or `safetySeconds` pass; returns whether it opened.
   @discardableResult
   func wait(safetySeconds: Double = 60) -> Bool {
-    waitUntil(safetySeconds: safetySeconds) { isOpen.load(ordering: .acquiring) }
-  }
-}
-
-/// The monotonic clock in seconds.
-func monotonicSeconds() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-/// Polls `condition` every millisecond until it holds or `safetySeconds` pass (a bound against hanging,
-/// never a timing assertion); returns the condition's last value.
-@discardableResult
-func waitUntil(safetySeconds: Double = 60, _ condition: () -> Bool) -> Bool {
-  let deadline = monotonicSeconds() + safetySeconds
-  while !condition() {
-    if monotonicSeconds() > deadline { return condition() }
-    usleep(1000)
-  }
-  return true
-}
-
-/// The async version of `waitUntil`, for tests on the cooperative pool.
-@discardableResult
-func waitUntilAsync(safetySeconds: Double = 60, _ condition: () -> Bool) async -> Bool {
-  let deadline = monotonicSeconds() + safetySeconds
-  while !condition() {
-    if monotonicSeconds() > deadline { return condition() }
-    try? await Task.sleep(for: .milliseconds(1))
-  }
-  return true
-}
-
-/// A small deterministic generator (SplitMix64).
-struct SplitMix64: RandomNumberGenerator {
-  private var state: UInt64
-
-  init(seed: UInt64) { state = seed }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-
-  /// A sparse bit set (about 8 of 64 bits), sometimes empty.
-  mutating func changeBits() -> UInt64 {
-    next() % 16 == 0 ? 0 : next() & next() & next()
+    waitUntil(timeout: .seconds(safetySeconds)) { isOpen.load(ordering: .acquiring) }
   }
 }
 
@@ -174,4 +126,11 @@ func deliveryProblem(_ deliveries: [Delivery], published: [UInt64]) -> String? {
     previous = delivery.value
   }
   return nil
+}
+
+extension SplitMix64 {
+  /// A sparse bit set (about 8 of 64 bits), sometimes empty.
+  mutating func changeBits() -> UInt64 {
+    next() % 16 == 0 ? 0 : next() & next() & next()
+  }
 }

@@ -10,7 +10,7 @@ and once after it. Each test samples the server's resident memory from /proc eve
 prints one line of figures (`hostile <attack>: rss …, server cpu …, legit …; attacker: …`).
 
     FLEETSIM=.build/debug/fleetsim TRIPWATCH=.build/debug/tripwatch \\
-        python -m pytest -q -s Tests/FleetSim/test_server_hostile.py -m "not soak"
+        python -m pytest -q -s Tests/ToolsPytest/test_server_hostile.py -m "not soak"
 
 The `soak` variants run the same attacks for minutes.
 """

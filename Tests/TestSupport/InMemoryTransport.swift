@@ -1,4 +1,4 @@
-// Tests/TransportTestSupport/InMemoryTransport.swift - gRPC calls served in memory, on a virtual clock
+// Tests/TestSupport/InMemoryTransport.swift - gRPC calls served in memory, on a virtual clock
 //
 // A client transport and a server in one object, with no bytes and no sockets in between: a call's request
 // goes to a `GRPCService` (FleetSim's, or a test's) and its responses come back to the caller's handler,

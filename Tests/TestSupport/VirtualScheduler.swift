@@ -1,4 +1,4 @@
-// Tests/TransportTestSupport/VirtualScheduler.swift - a scheduler whose clock moves only when the test says
+// Tests/TestSupport/VirtualScheduler.swift - a scheduler whose clock moves only when the test says
 //
 // A stand-in for an event loop in tests: work queued with `execute` runs on the scheduler's own thread
 // in order, as on a loop, but timers fire only when the test advances the virtual clock, in due order,

@@ -3,7 +3,7 @@ scraped with urllib and checked against what fleetsim says it sent), and SIGTERM
 exit 0, the connection closed). Real processes on 127.0.0.1.
 
     FLEETSIM=.build/debug/fleetsim TRIPWATCH=.build/debug/tripwatch \
-        python -m pytest -q Tests/FleetSim/test_tripwatch_operate.py
+        python -m pytest -q Tests/ToolsPytest/test_tripwatch_operate.py
 """
 
 from __future__ import annotations

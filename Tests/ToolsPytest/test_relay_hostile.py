@@ -6,7 +6,7 @@ h2 (sending exactly what the test scripts), the well-behaved one `tripwatch foll
 relay from /proc (resident memory) and from what the well-behaved watcher got.
 
     TRIPWATCH=.build/debug/tripwatch FLEETSIM=.build/debug/fleetsim \\
-        python -m pytest -q Tests/FleetSim/test_relay_hostile.py
+        python -m pytest -q Tests/ToolsPytest/test_relay_hostile.py
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ grpcio makes calls, parsed by the rules of the text exposition format (every sam
 family declared by a `# TYPE` line before it; names and labels as the format allows), and the
 counters checked against the calls made.
 
-    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/FleetSim/test_fleetsim_metrics.py
+    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/ToolsPytest/test_fleetsim_metrics.py
 """
 
 from __future__ import annotations

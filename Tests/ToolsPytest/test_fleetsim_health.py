@@ -5,7 +5,7 @@ its open streams after GOAWAY, as RFC 9113 §6.8 has a client do, to see the ord
 sends on one connection: NOT_SERVING on the Watch stream, GOAWAY, the open streams served on through
 the grace period, then ended with UNAVAILABLE, the connection closed, the final stats line, exit 0.
 
-    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/FleetSim/test_fleetsim_health.py
+    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/ToolsPytest/test_fleetsim_health.py
 """
 
 from __future__ import annotations

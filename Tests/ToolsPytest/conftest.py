@@ -4,7 +4,7 @@ message classes generated from Protos/, running servers, and JWT signers.
 Run from the package root:
 
     swift build --product fleetsim
-    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/FleetSim
+    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/ToolsPytest
 
 The suite runs in one pytest session with Tests/Differential, Tests/Interop
 and Tests/Conformance: its fixtures are prefixed `fsim_`, and it shares the

@@ -5,7 +5,7 @@ it over loopback with Python's h2 (a client sending exactly what the test
 scripts) and raw sockets, and measures the process from /proc: its resident
 memory, its CPU time, its output.
 
-    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/FleetSim/test_fleetsim_server_bounds.py
+    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/ToolsPytest/test_fleetsim_server_bounds.py
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ fleetsim's own output.
 
 Run from the package root (after `swift build`):
 
-    FLEETSIM=.build/debug/fleetsim TRIPWATCH=.build/debug/tripwatch python -m pytest -q Tests/FleetSim
+    FLEETSIM=.build/debug/fleetsim TRIPWATCH=.build/debug/tripwatch python -m pytest -q Tests/ToolsPytest
 """
 
 from __future__ import annotations

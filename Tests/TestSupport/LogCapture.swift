@@ -1,4 +1,4 @@
-// Tests/TestLogging/LogCapture.swift - a swift-log handler that keeps what is logged, for tests
+// Tests/TestSupport/LogCapture.swift - a swift-log handler that keeps what is logged, for tests
 //
 // Shared by the test targets that check what is (and is not) logged: tokens never, plaintext once.
 

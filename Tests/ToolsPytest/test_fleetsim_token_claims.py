@@ -3,7 +3,7 @@ a token signed with the right key but failing one check (aud, iss, sub, iat,
 exp, lifetime, --jwt-issuer) is UNAUTHENTICATED and the status details name
 the check, never the token; compliant tokens pass.
 
-    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/FleetSim/test_fleetsim_token_claims.py
+    FLEETSIM=.build/debug/fleetsim python -m pytest -q Tests/ToolsPytest/test_fleetsim_token_claims.py
 """
 
 from __future__ import annotations
