@@ -34,8 +34,8 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   var session: HTTP2Session?
   /// Streams with writers waiting for their queued request bytes to drain.
   var streamsWithWaitingWriters: Set<Int32> = []
-  /// Output coalescing: a flush is queued for the end of the current event.
-  private var flushScheduled = false
+  /// Output coalescing: one flush at the end of the current event.
+  private lazy var flush = EndOfEventAction(loop: loop) { [weak self] in self?.flushNow() }
   private var connectTimer: EventLoop.TimerID?
   private var keepaliveTimer: EventLoop.TimerID?
   private var keepaliveTimeoutTimer: EventLoop.TimerID?
@@ -155,13 +155,7 @@ final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   /// Writes the session's pending frames once the current event has been handled, so all frames produced in
   /// one loop turn leave in one write.
   func scheduleFlush() {
-    guard !flushScheduled else { return }
-    flushScheduled = true
-    loop.executeSoon { [weak self] in
-      guard let self else { return }
-      self.flushScheduled = false
-      self.flushNow()
-    }
+    flush.request()
   }
 
   private func flushNow() {

@@ -338,3 +338,28 @@ extension EventLoop: GRPCScheduler {
 
   package var unixTime: Double { Primitives.unixTime() }
 }
+
+/// An action run once at the end of the current loop event however many times it was asked for during the
+/// event: a connection's flush, so that all frames produced in one loop turn leave in one write. Confined to its
+/// loop.
+final class EndOfEventAction {
+  private let loop: EventLoop
+  private let action: () -> Void
+  private var scheduled = false
+
+  /// `action` (which should hold its owner weakly) on `loop`.
+  init(loop: EventLoop, _ action: @escaping () -> Void) {
+    self.loop = loop
+    self.action = action
+  }
+
+  /// Runs the action at the end of the current event, unless that is already arranged.
+  func request() {
+    guard !scheduled else { return }
+    scheduled = true
+    loop.executeSoon { [self] in
+      scheduled = false
+      action()
+    }
+  }
+}

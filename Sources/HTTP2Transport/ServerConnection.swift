@@ -85,7 +85,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   private var calls: [Int32: GRPCServerCall] = [:]
   /// Calls answered from another loop whose stream has a backlog: after each flush, each gets its new one.
   private var watchedBacklogs: [Int32: GRPCServerCall] = [:]
-  private var flushScheduled = false
+  private lazy var flush = EndOfEventAction(loop: loop) { [weak self] in self?.flushNow() }
   /// Where ``sendMessage(streamID:_:)`` frames a message.
   private var messageScratch: [UInt8] = []
   private var closed = false
@@ -768,13 +768,7 @@ final class ServerConnection: ByteStreamDelegate, HTTP2SessionDelegate {
   // MARK: - Output
 
   private func scheduleFlush() {
-    guard !flushScheduled else { return }
-    flushScheduled = true
-    loop.executeSoon { [weak self] in
-      guard let self else { return }
-      self.flushScheduled = false
-      self.flushNow()
-    }
+    flush.request()
   }
 
   /// Moves the session's output to the socket, a batch at a time, while the connection's unsent output
