@@ -9,7 +9,10 @@
 ///
 /// Compressed responses arrive decompressed; a message that does not decompress,
 /// or exceeds the receive limit once decompressed, ends the call instead.
-public protocol GRPCCallHandler: AnyObject, Sendable {
+///
+/// Not `Sendable`: a handler is confined to the scheduler its call runs on, which calls it; the transport carries it
+/// there without the handler having to claim it is safe to share.
+public protocol GRPCCallHandler: AnyObject {
   /// The response headers arrived (not called for a Trailers-Only response).
   func callDidReceiveHeaders(_ headers: GRPCMetadata)
   /// One response message; the buffer is valid only during the call.

@@ -12,7 +12,7 @@ import Testing
 @testable import HTTP2Transport
 
 /// Records what a call's handler heard.
-private final class RecordingHandler: GRPCCallHandler, @unchecked Sendable {
+private final class RecordingHandler: GRPCCallHandler {
   var finished: [GRPCStatus] = []
   func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {}
   func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) { finished.append(status) }

@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// Records how a call ended, from the loop thread; readable from anywhere.
-final class FinishRecorder: GRPCCallHandler {
+final class FinishRecorder: GRPCCallHandler, Sendable {
   private struct State {
     var messages = 0
     var status: GRPCStatus?

@@ -10,7 +10,7 @@ import Testing
 
 @testable import HTTP2Transport
 
-private final class NoHandler: GRPCCallHandler, @unchecked Sendable {
+private final class NoHandler: GRPCCallHandler {
   func callDidReceiveMessage(_ message: UnsafeRawBufferPointer) {}
   func callDidFinish(status: GRPCStatus, trailers: GRPCMetadata) {}
 }

@@ -172,9 +172,8 @@ final class PollingTripSource: TripSource {
   }
 }
 
-/// Receives one poll's callbacks on the trip's scheduler. `@unchecked Sendable`: `message` is only touched
-/// there, by the call's callbacks.
-private final class PollSink: GRPCCallHandler, @unchecked Sendable {
+/// Receives one poll's callbacks on the trip's scheduler; `message` is only touched there, by the call's callbacks.
+private final class PollSink: GRPCCallHandler {
   let source: PollingTripSource
   let request: GetTripRequest
   let sentAfterUpdates: Int

@@ -305,9 +305,9 @@ final class StreamingTripSource: TripSource {
 }
 
 /// Receives one stream's callbacks on the trip's scheduler and forwards them, until the source abandons
-/// the stream. `@unchecked Sendable`: `abandoned` is only touched on that scheduler, which runs every
-/// callback of the call and every source method that sets it.
-private final class StreamSink: GRPCCallHandler, @unchecked Sendable {
+/// the stream. `abandoned` is only touched on that scheduler, which runs every callback of the call and every
+/// source method that sets it.
+private final class StreamSink: GRPCCallHandler {
   let source: StreamingTripSource
   var abandoned = false
 
