@@ -1,8 +1,8 @@
 // Sources/HTTP2Transport/CallQueue.swift - the calls of a pool part waiting for a connection, in arrival order
 //
 // A call taken out before its turn (cancelled, past its deadline) leaves the queue's index at once, and its entry
-// in the order stays behind, stale, until it is popped or the order is compacted: removing it in place was a pass
-// over the whole queue per call, quadratic when a million queued calls time out.
+// in the order stays behind, stale, until it is popped or the order is compacted: removing it in place would be a
+// pass over the whole queue per call, quadratic when many queued calls time out together.
 
 /// Calls waiting for a connection: first come, first served; any call removable in amortized O(1).
 struct CallQueue {

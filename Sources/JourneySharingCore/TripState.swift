@@ -1,7 +1,7 @@
 // Sources/JourneySharingCore/TripState.swift - one followed trip's state: merge an update, derive, diff
 //
-// Pure value code with no I/O and no transport: TripFollower owns one per trip on
-// its event loop, the pipeline benchmarks drive many, and the trip-merge fuzzer
+// Pure value code with no I/O and no transport: each trip's TripPipeline (its coordinator's, on the trip's
+// scheduler) owns one, the pipeline benchmarks drive many, and the trip-merge fuzzer
 // (Tests/Fuzz/TripMergeFuzzer) compiles this file with TripSnapshot.swift and
 // TripPropertyFields.swift on their own, against FleetEngineMessages only.
 

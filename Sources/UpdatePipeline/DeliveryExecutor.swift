@@ -256,7 +256,7 @@ final class DeliveryWorkerPool: @unchecked Sendable {
 
     while true {
       // Counted as running from before the dequeue, so that `hasPendingWork` never sees a job that has left
-      // the queue and not yet started (a test waiting for deliveries moved on in that gap once, under TSan).
+      // the queue and not yet started (a caller waiting for deliveries to finish would move on in that gap).
       // Sequentially consistent: ordered before the dequeue, against `hasPendingWork`'s fence.
       running.add(1, ordering: .sequentiallyConsistent)
       if let job = nextJob() {
