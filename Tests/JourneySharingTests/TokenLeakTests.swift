@@ -85,9 +85,9 @@ struct TokenLeakEndToEndTests {
       service.tripService.tripModel(forTripName: sim.simulator.tripName(index: index)).register(collector)
     }
 
-    #expect(await waitUntil { provider.calls >= 4 && collector.trips >= 3 && foreign.calls >= 1 })
+    #expect(await eventually { provider.calls >= 4 && collector.trips >= 3 && foreign.calls >= 1 })
     #expect(
-      await waitUntil { collector.errorCodes.filter { $0 == GRPCStatusCode.permissionDenied.rawValue }.count >= 2 })
+      await eventually { collector.errorCodes.filter { $0 == GRPCStatusCode.permissionDenied.rawValue }.count >= 2 })
     let codes = Set(collector.errorCodes)
     #expect(
       codes.isSuperset(of: [GRPCStatusCode.unauthenticated.rawValue, GRPCStatusCode.permissionDenied.rawValue]),

@@ -244,7 +244,7 @@ struct TripPipelineHarnessTests {
       for trip in 0..<20 { #expect(push(small, toTrip: trip) == [.routeLastVehicleLocation]) }
       harness.flush()
     }
-    let delivered = await waitUntil {
+    let delivered = await eventually {
       recorder.lock.withLock { seen in
         seen.count == 20 && seen.values.allSatisfy { $0.sequence == 50 && $0.snapshotFirst }
       }

@@ -35,6 +35,7 @@ public func eventually(
 /// Blocks the calling thread, polling `condition` every millisecond until it holds or `timeout` passes (scaled for
 /// sanitizers); returns the condition's last value. For tests of threads, off the cooperative pool.
 @discardableResult
+@available(*, noasync, message: "blocks its thread: in async code, use eventually")
 public func waitUntil(timeout: Duration = .seconds(60), _ condition: () -> Bool) -> Bool {
   let clock = ContinuousClock()
   let end = clock.now.advanced(by: scaledForSanitizers(timeout))
