@@ -96,28 +96,27 @@ final class BlockingThreadPool: @unchecked Sendable {
   /// The next job for this thread, waiting for one; nil when the thread is to end (idle beyond the timeout
   /// while more than `threadsKept` threads live).
   private func nextJob() -> (@Sendable () -> Void)? {
-    state.withLock { state, waiter in
+    state.withLockWaiting { held in
       while true {
-        if state.queueHead < state.queue.count {
-          let job = state.queue[state.queueHead].take()
-          state.queueHead += 1
-          if state.queueHead == state.queue.count {
-            state.queue.removeAll(keepingCapacity: state.queue.count <= 1024)
-            state.queueHead = 0
+        if held.value.queueHead < held.value.queue.count {
+          let job = held.value.queue[held.value.queueHead].take()
+          held.value.queueHead += 1
+          if held.value.queueHead == held.value.queue.count {
+            held.value.queue.removeAll(keepingCapacity: held.value.queue.count <= 1024)
+            held.value.queueHead = 0
           }
           return job
         }
-        state.idleThreads += 1
+        held.value.idleThreads += 1
         var woken = true
-        if state.threads > threadsKept {
-          let deadline = monotonicNanoseconds() + UInt64(idleTimeoutSeconds) * 1_000_000_000
-          woken = waiter.wait(untilMonotonic: deadline)
+        if held.value.threads > threadsKept {
+          woken = held.wait(untilMonotonic: monotonicNanoseconds() + UInt64(idleTimeoutSeconds) * 1_000_000_000)
         } else {
-          waiter.wait()
+          held.wait()
         }
-        state.idleThreads -= 1
-        if !woken && state.queueHead == state.queue.count && state.threads > threadsKept {
-          state.threads -= 1
+        held.value.idleThreads -= 1
+        if !woken && held.value.queueHead == held.value.queue.count && held.value.threads > threadsKept {
+          held.value.threads -= 1
           return nil
         }
       }

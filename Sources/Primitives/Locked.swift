@@ -5,7 +5,7 @@
 // the sanitizer runs stay meaningful. Every lock in the package is a `Locked`: cold cross-thread state (task
 // hand-off to a loop, call set-up and completion, registration), the delivery threads' parking, the NATS
 // thread pool, the serialization of blocking libnats calls (`Locked<Void>`). A `Locked` made with conditions
-// also lets a holder wait (``Waiter``), releasing the mutex meanwhile.
+// also lets a holder wait (``withLockWaiting(_:)``), releasing the mutex meanwhile.
 
 #if canImport(Glibc)
   import Glibc
@@ -19,10 +19,10 @@
 package final class Locked<Value>: @unchecked Sendable {
   // Unsafe pointers: the mutex and conditions live at stable heap addresses for their whole life, as pthreads
   // requires.
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  private let conditions: UnsafeMutablePointer<pthread_cond_t>
-  private let conditionCount: Int
-  private var value: Value
+  fileprivate let mutex: UnsafeMutablePointer<pthread_mutex_t>
+  fileprivate let conditions: UnsafeMutablePointer<pthread_cond_t>
+  fileprivate let conditionCount: Int
+  fileprivate var value: Value
 
   /// `value` behind a mutex, with `conditions` condition variables (on the monotonic clock) to wait on.
   package init(_ value: Value, conditions: Int = 0) {
@@ -57,13 +57,18 @@ package final class Locked<Value>: @unchecked Sendable {
     return try body(&value)
   }
 
-  /// Runs `body` with the mutex held and a ``Waiter`` that can wait on this lock's conditions.
-  package func withLock<Result, Failure: Error>(
-    _ body: (inout Value, Waiter) throws(Failure) -> Result
-  ) throws(Failure) -> Result {
+  /// Runs `body` with the mutex held and a ``Held`` through which it reads and writes the value and waits on
+  /// this lock's conditions.
+  ///
+  /// Not `withLock`'s `inout` value: a waiter must see what other threads changed while it waited, and an `inout`
+  /// access lets the compiler keep the value in registers for its whole duration (waiting loops then never end in
+  /// optimized builds). Every access through ``Held/value`` reads the value anew.
+  package func withLockWaiting<Result, Failure: Error>(_ body: (Held) throws(Failure) -> Result) throws(Failure)
+    -> Result
+  {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
-    return try body(&value, Waiter(mutex: mutex, conditions: conditions, count: conditionCount))
+    return try body(Held(lock: self))
   }
 
   /// Wakes one thread waiting on `condition` (it re-checks what it waits for under the mutex).
@@ -78,25 +83,29 @@ package final class Locked<Value>: @unchecked Sendable {
     pthread_cond_broadcast(conditions + condition)
   }
 
-  /// Waits on a lock's conditions, from inside ``withLock(_:)-(inout Value, Waiter)``: the mutex is released while
-  /// waiting and held again on return. Wakes can be spurious: wait in a loop over what is awaited.
-  package struct Waiter {
-    fileprivate let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    fileprivate let conditions: UnsafeMutablePointer<pthread_cond_t>
-    fileprivate let count: Int
+  /// The value and the conditions of a lock whose mutex ``withLockWaiting(_:)`` holds. Waiting releases the mutex
+  /// and takes it again before returning; wakes can be spurious: wait in a loop over what is awaited.
+  package struct Held {
+    fileprivate let lock: Locked
+
+    /// The value, read anew at each access (other threads may change it while this one waits).
+    package var value: Value {
+      get { lock.value }
+      nonmutating _modify { yield &lock.value }
+    }
 
     /// Waits for a wake on `condition`.
     package func wait(_ condition: Int = 0) {
-      precondition(condition < count, "no such condition")
-      pthread_cond_wait(conditions + condition, mutex)
+      precondition(condition < lock.conditionCount, "no such condition")
+      pthread_cond_wait(lock.conditions + condition, lock.mutex)
     }
 
     /// Waits for a wake on `condition` until `deadline` on the monotonic clock (nanoseconds); false when the
     /// deadline passed first.
     package func wait(_ condition: Int = 0, untilMonotonic deadline: UInt64) -> Bool {
-      precondition(condition < count, "no such condition")
+      precondition(condition < lock.conditionCount, "no such condition")
       var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-      return pthread_cond_timedwait(conditions + condition, mutex, &time) != ETIMEDOUT
+      return pthread_cond_timedwait(lock.conditions + condition, lock.mutex, &time) != ETIMEDOUT
     }
   }
 }

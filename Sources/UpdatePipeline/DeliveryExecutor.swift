@@ -341,28 +341,28 @@ final class DeliveryWorkerPool: @unchecked Sendable {
 
   /// Sleeps until a submitter grants a wake or shutdown starts, unless work shows up while announcing.
   private func park() {
-    parking.withLock { state, waiter in
+    parking.withLockWaiting { held in
       // Relaxed: ordered by the fence below.
       sleepers.add(1, ordering: .relaxed)
       // Sequentially consistent fence: the mirror of the submitter's (see `submit`).
       atomicMemoryFence(ordering: .sequentiallyConsistent)
       // Relaxed (stopping): shutdown also broadcasts under the mutex, so a wait below cannot miss it.
       if hasWork || stopping.load(ordering: .relaxed) {
-        withdrawSleeper(&state, waiter)
+        withdrawSleeper(held)
         return
       }
-      while state.wakeTokens == 0 && !stopping.load(ordering: .relaxed) { waiter.wait(Self.wakeCondition) }
-      if state.wakeTokens > 0 {
-        state.wakeTokens -= 1
+      while held.value.wakeTokens == 0 && !stopping.load(ordering: .relaxed) { held.wait(Self.wakeCondition) }
+      if held.value.wakeTokens > 0 {
+        held.value.wakeTokens -= 1
       } else {
-        withdrawSleeper(&state, waiter)
+        withdrawSleeper(held)
       }
     }
   }
 
   /// Gives back this worker's unit in `sleepers`; if submitters have already claimed every unit, one of
   /// them is about to post a token, so waits for it and consumes it. Called with the mutex held.
-  private func withdrawSleeper(_ state: inout ParkingState, _ waiter: Locked<ParkingState>.Waiter) {
+  private func withdrawSleeper(_ held: Locked<ParkingState>.Held) {
     // Relaxed: the count is only arithmetic here; tokens are handed over under the mutex.
     var parked = sleepers.load(ordering: .relaxed)
     while parked > 0 {
@@ -371,8 +371,8 @@ final class DeliveryWorkerPool: @unchecked Sendable {
       if exchanged { return }
       parked = original
     }
-    while state.wakeTokens == 0 { waiter.wait(Self.wakeCondition) }
-    state.wakeTokens -= 1
+    while held.value.wakeTokens == 0 { held.wait(Self.wakeCondition) }
+    held.value.wakeTokens -= 1
   }
 
   // MARK: - Stopping
@@ -380,11 +380,11 @@ final class DeliveryWorkerPool: @unchecked Sendable {
   func shutdown() {
     // Release: pairs with the workers' acquiring load.
     stopping.store(true, ordering: .releasing)
-    parking.withLock { state, waiter in
+    parking.withLockWaiting { held in
       parking.broadcast(Self.wakeCondition)
       let current = pthread_self()
-      guard !state.workerThreads.contains(where: { pthread_equal($0, current) != 0 }) else { return }
-      while state.liveWorkers > 0 { waiter.wait(Self.exitCondition) }
+      guard !held.value.workerThreads.contains(where: { pthread_equal($0, current) != 0 }) else { return }
+      while held.value.liveWorkers > 0 { held.wait(Self.exitCondition) }
     }
   }
 }

@@ -107,8 +107,8 @@ final class DeliveryGateWaiting: Sendable {
 
   /// Blocks until `done()` holds, re-checking it under the mutex after every wake.
   func wait(until done: () -> Bool) {
-    lock.withLock { _, waiter in
-      while !done() { waiter.wait() }
+    lock.withLockWaiting { held in
+      while !done() { held.wait() }
     }
   }
 
