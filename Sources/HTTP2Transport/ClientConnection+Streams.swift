@@ -135,6 +135,12 @@ extension ClientConnection {
     // comes back as .retryOrFinish: it starts again once on another connection, if its request can be resent.
     // The machine decides a status for every close it had not decided before.
     perform(active.machine.streamClosed(http2ErrorCode: errorCode), on: streamID, remoteEnded: true)
+    // The session forgets the stream now: a call still in the table (its machine had nothing left to decide)
+    // must not be left hanging.
+    guard let (left, then) = machine.removeStream(streamID) else { return }
+    streamsWithWaitingWriters.remove(streamID)
+    finish(left.call, status: GRPCStatus(code: .internalError, message: "stream closed"), trailers: GRPCMetadata())
+    after(then)
   }
 
   func session(_ session: HTTP2Session, didRefuseHeaderListOfSize size: Int, limit: Int, streamID: Int32) {
