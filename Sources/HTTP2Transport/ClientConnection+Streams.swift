@@ -137,20 +137,27 @@ extension ClientConnection {
     perform(active.machine.streamClosed(http2ErrorCode: errorCode), on: streamID, remoteEnded: true)
     // The session forgets the stream now: a call still in the table (its machine had nothing left to decide)
     // must not be left hanging.
-    guard let (left, then) = machine.removeStream(streamID) else { return }
+    finishGone(streamID, status: GRPCStatus(code: .internalError, message: "stream closed"))
+  }
+
+  /// Ends the call of a stream the session has already closed, if it is still in the table: nothing is sent.
+  private func finishGone(_ streamID: Int32, status: GRPCStatus) {
+    guard let (gone, then) = machine.removeStream(streamID) else { return }
     streamsWithWaitingWriters.remove(streamID)
-    finish(left.call, status: GRPCStatus(code: .internalError, message: "stream closed"), trailers: GRPCMetadata())
+    finish(gone.call, status: status, trailers: GRPCMetadata())
+    scheduleFlush()
     after(then)
   }
 
   func session(_ session: HTTP2Session, didRefuseHeaderListOfSize size: Int, limit: Int, streamID: Int32) {
-    // The session has already reset the stream (CANCEL); the call ends with why.
+    // The session has already reset the stream (CANCEL): the call ends with why, and nothing more is sent.
     guard let active = machine.stream(streamID) else { return }
     let status = GRPCStatus(
       code: .resourceExhausted,
       message:
         "response header list of \(size) bytes exceeds the limit of \(limit) bytes (HTTP2Settings.maxHeaderListSize)")
-    perform(active.machine.abort(status), on: streamID, remoteEnded: true)
+    _ = active.machine.abort(status)
+    finishGone(streamID, status: status)
   }
 
   // MARK: - Acting on a call's machine

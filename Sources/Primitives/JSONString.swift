@@ -64,13 +64,6 @@ package enum JSONString {
     text += String(decoding: bytes, as: UTF8.self)
   }
 
-  /// `value` quoted and escaped.
-  package static func quoted(_ value: String, escaping: Escaping = .standard) -> String {
-    var text = ""
-    append(value, to: &text, escaping: escaping)
-    return text
-  }
-
   /// `\uXXXX` with lowercase hex digits, as Python writes it.
   private static func appendUnicodeEscape(_ unit: UInt16, to bytes: inout [UInt8]) {
     bytes.append(UInt8(ascii: "\\"))
