@@ -108,14 +108,29 @@ let targets: [Target] = [
     dependencies: ["CZlib"],
     swiftSettings: defaultSwiftSettings
   ),
+  // The values every gRPC user handles (status code, status, error, metadata), without the wire
+  // protocol or zlib: what JourneySharingCore, the per-update step, carries.
+  .target(
+    name: "GRPCValues",
+    dependencies: ["Primitives"],
+    swiftSettings: defaultSwiftSettings
+  ),
   .target(
     name: "GRPCProtocol",
-    dependencies: ["Primitives", "GRPCCompression"],
+    dependencies: ["Primitives", "GRPCValues", "GRPCCompression"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
     name: "GRPCProtocolTests",
     dependencies: ["Primitives", "GRPCProtocol", "GRPCCompression"],
+    swiftSettings: defaultSwiftSettings
+  ),
+
+  // The package's one user of OpenSSL: TLS sessions over memory BIOs (for HTTP2Transport) and the
+  // signatures, keys and random bytes JSONWebToken needs.
+  .target(
+    name: "TLSCrypto",
+    dependencies: ["COpenSSL", "Primitives"],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -135,9 +150,10 @@ let targets: [Target] = [
     dependencies: [
       "Primitives",
       "CLinuxSystem",
-      "COpenSSL",
       "GRPCProtocol",
+      "GRPCValues",
       "HTTP2Session",
+      "TLSCrypto",
       .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
@@ -146,7 +162,7 @@ let targets: [Target] = [
     name: "HTTP2TransportTests",
     dependencies: [
       "Primitives",
-      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TestSupport",
+      "HTTP2Transport", "HTTP2Session", "GRPCProtocol", "COpenSSL", "TLSCrypto", "TestSupport",
       .product(name: "Logging", package: "swift-log"),
     ],
     swiftSettings: defaultSwiftSettings
@@ -177,7 +193,7 @@ let targets: [Target] = [
   // pure value code with no transport, which the follower, the benchmarks and the fuzzer share.
   .target(
     name: "JourneySharingCore",
-    dependencies: ["FleetEngineMessages", "GRPCProtocol", "ProtoWire"],
+    dependencies: ["FleetEngineMessages", "GRPCValues", "ProtoWire"],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -207,7 +223,6 @@ let targets: [Target] = [
       "JourneySharing", "FleetEngineMessages", "FleetSim", "GRPCProtocol", "HTTP2Session", "HTTP2Transport",
       "JSONWebToken",
       "ProtoWire", "TestSupport", .product(name: "Logging", package: "swift-log"),
-      .product(name: "CoreMetrics", package: "swift-metrics"),
       .product(name: "MetricsTestKit", package: "swift-metrics"),
       .product(name: "Tracing", package: "swift-distributed-tracing"),
       .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
@@ -220,7 +235,7 @@ let targets: [Target] = [
 
   .target(
     name: "JSONWebToken",
-    dependencies: ["Primitives", "COpenSSL"],
+    dependencies: ["Primitives", "TLSCrypto"],
     swiftSettings: defaultSwiftSettings
   ),
   .testTarget(
@@ -232,7 +247,7 @@ let targets: [Target] = [
   // gRPC's standard health service (grpc.health.v1): its messages and a server; FleetSim and the relay host it.
   .target(
     name: "GRPCHealth",
-    dependencies: ["GRPCProtocol", "ProtoWire"],
+    dependencies: ["GRPCProtocol", "GRPCValues", "ProtoWire"],
     swiftSettings: defaultSwiftSettings
   ),
 
@@ -255,7 +270,7 @@ let targets: [Target] = [
   .testTarget(
     name: "FleetSimTests",
     dependencies: [
-      "Primitives", "FleetSim", "FleetEngineMessages", "GRPCHealth", "HTTP2Transport", "GRPCProtocol", "JSONWebToken",
+      "Primitives", "FleetSim", "FleetEngineMessages", "HTTP2Transport", "GRPCProtocol", "JSONWebToken",
       "ProtoWire", .product(name: "Logging", package: "swift-log"),
       .product(name: "CoreMetrics", package: "swift-metrics"),
       .product(name: "MetricsTestKit", package: "swift-metrics"),

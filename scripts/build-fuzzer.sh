@@ -74,9 +74,12 @@ fuzzer() {  # fuzzer BINARY SOURCE MODULES...: links a fuzzer's entry point with
     return
   fi
   echo "build-fuzzer: linking $binary"
+  # zlib is linked only into fuzzers that take the module wrapping it.
+  local libraries=()
+  [[ " $* " == *" GRPCCompression "* ]] && libraries+=(-lz)
   # -parse-as-library: the entry point is LLVMFuzzerTestOneInput; main comes from libFuzzer.
   "$SWIFTC" "${FLAGS[@]}" -parse-as-library -module-name "$(basename "$(dirname "$source")")" \
-    "$source" "${objects[@]}" -use-ld=lld -lz -o "$binary"
+    "$source" "${objects[@]}" -use-ld=lld "${libraries[@]}" -o "$binary"
 }
 
 # Modules in dependency order: each is a SwiftPM target's folder.
@@ -88,12 +91,13 @@ target() {  # target NAME "IMPORTED MODULES" [EXTRA_FLAGS...]: the module of Sou
 target Primitives ""
 target ProtoWire "Primitives"
 target FleetEngineMessages "Primitives ProtoWire"
+target GRPCValues "Primitives"
 target GRPCCompression ""
-target GRPCProtocol "Primitives GRPCCompression"
+target GRPCProtocol "Primitives GRPCValues GRPCCompression"
 # -enable-testing: the fuzzer reads the snapshot's internal state through `@testable import`.
-target JourneySharingCore "Primitives ProtoWire FleetEngineMessages GRPCCompression GRPCProtocol" -enable-testing
+target JourneySharingCore "Primitives ProtoWire FleetEngineMessages GRPCValues" -enable-testing
 
 fuzzer protowire-fuzzer Tests/Fuzz/ProtoWireFuzzer/main.swift Primitives ProtoWire FleetEngineMessages
-fuzzer grpc-framing-fuzzer Tests/Fuzz/GRPCFramingFuzzer/main.swift Primitives GRPCCompression GRPCProtocol
+fuzzer grpc-framing-fuzzer Tests/Fuzz/GRPCFramingFuzzer/main.swift Primitives GRPCValues GRPCCompression GRPCProtocol
 fuzzer trip-merge-fuzzer Tests/Fuzz/TripMergeFuzzer/main.swift \
-  Primitives ProtoWire FleetEngineMessages GRPCCompression GRPCProtocol JourneySharingCore
+  Primitives ProtoWire FleetEngineMessages GRPCValues JourneySharingCore

@@ -5,7 +5,8 @@
 // every change after it, SERVICE_UNKNOWN for a service the server does not know (and stays open,
 // as a later registration would change it). Runs on the server's event loop; no locks.
 
-public import GRPCProtocol
+package import GRPCProtocol
+package import GRPCValues
 import ProtoWire
 
 /// The health service. `@unchecked Sendable`: every method runs on the server's event loop.

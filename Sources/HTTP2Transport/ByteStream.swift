@@ -5,6 +5,7 @@
 // drained, and writes everything queued in as few `write` calls as possible.
 
 import HTTP2Session
+package import TLSCrypto
 
 #if canImport(Glibc)
   import Glibc
@@ -190,10 +191,10 @@ package final class ByteStream: EventLoopHandler {
     case .inProgress:
       tls.drainCiphertext(into: &outbound)
       flushSocket()
-    case .failed(let error):
+    case .failed(let failure):
       tls.drainCiphertext(into: &outbound)
       flushSocket()
-      close(error: error)
+      close(error: ConnectionError(failure))
     }
   }
 
@@ -221,7 +222,7 @@ package final class ByteStream: EventLoopHandler {
       if n == 0 {
         delegate?.byteStreamDidFinishReading(self)
         if case .handshaking = state, let tls {
-          close(error: tls.handshakeClosedByPeer())
+          close(error: ConnectionError(tls.handshakeClosedByPeer()))
         } else {
           close(error: .closedByPeer)
         }
@@ -249,9 +250,9 @@ package final class ByteStream: EventLoopHandler {
     case .closed:
       delegate?.byteStreamDidFinishReading(self)
       close(error: .closedByPeer)
-    case .failed(let error):
+    case .failed(let failure):
       delegate?.byteStreamDidFinishReading(self)
-      close(error: error)
+      close(error: ConnectionError(failure))
     }
     // TLS may need to answer (key updates, alerts).
     if isOpen, tls.drainCiphertext(into: &outbound) > 0 { flushSocket() }
@@ -263,8 +264,8 @@ package final class ByteStream: EventLoopHandler {
   package func write(_ bytes: UnsafeRawBufferPointer) {
     guard isOpen, bytes.count > 0 else { return }
     if let tls {
-      if let error = tls.write(bytes) {
-        close(error: error)
+      if let failure = tls.write(bytes) {
+        close(error: ConnectionError(failure))
         return
       }
       tls.drainCiphertext(into: &outbound)

@@ -17,9 +17,11 @@
 // (TRANSIENT_FAILURE), with the connection's ConnectionError as the cause. A connection counts as made only once
 // the server's SETTINGS allow a stream.
 
-public import GRPCProtocol
+import GRPCProtocol
+import GRPCValues
 import Logging
 import Primitives
+import TLSCrypto
 
 final class ChannelCore: ClientConnectionDelegate {
   // The state below is shared with the connections' part (ChannelCore+Connections.swift); nothing outside the

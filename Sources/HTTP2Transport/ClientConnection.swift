@@ -9,6 +9,7 @@ import GRPCProtocol
 import HTTP2Session
 import Logging
 import Primitives
+import TLSCrypto
 
 /// One HTTP/2 connection to the target. Confined to the channel's loop.
 final class ClientConnection: ByteStreamDelegate, HTTP2SessionDelegate {

@@ -6,6 +6,7 @@
 // message text. The description is the message those calls' status carries.
 
 public import HTTP2Session
+import TLSCrypto
 
 #if canImport(Glibc)
   import Glibc
@@ -85,6 +86,17 @@ public enum ConnectionError: Error, Sendable, Hashable, CustomStringConvertible 
   /// A failure on this side that is none of the above (nghttp2 could not start a session, the
   /// session ended unexpectedly).
   case internalError(String)
+
+  /// The error for a TLS session's failure.
+  package init(_ failure: TLSFailure) {
+    switch failure {
+    case .handshakeFailed(let reason): self = .tlsHandshakeFailed(reason: reason)
+    case .serverNotTLS(let reason): self = .serverNotTLS(reason: reason)
+    case .certificateVerificationFailed(let reason): self = .certificateVerificationFailed(reason: reason)
+    case .alpnNotNegotiated(let selected): self = .alpnNotNegotiated(selected: selected)
+    case .recordFailed(let operation, let reason): self = .tlsFailed(operation: operation, reason: reason)
+    }
+  }
 
   /// The error for a failed TCP connect to `address` with `errno`: refused, unreachable, timed out,
   /// or any other errno as ``io(operation:errno:)``.

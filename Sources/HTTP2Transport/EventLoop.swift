@@ -6,7 +6,7 @@
 // the loop through an eventfd.
 
 import CLinuxSystem
-public import GRPCProtocol
+import GRPCProtocol
 import Primitives
 import Synchronization
 

@@ -4,6 +4,7 @@ public import GRPCProtocol
 public import Logging
 import Primitives
 import Synchronization
+import TLSCrypto
 
 /// A gRPC client channel to one target, over HTTP/2 (nghttp2) with TLS (OpenSSL)
 /// or, when explicitly chosen, cleartext h2c.

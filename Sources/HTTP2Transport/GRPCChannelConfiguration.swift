@@ -3,6 +3,7 @@
 public import GRPCProtocol
 public import HTTP2Session
 import Primitives
+public import TLSCrypto
 
 /// How a ``GRPCChannel`` reaches its target and manages connections.
 public struct GRPCChannelConfiguration: Sendable {

@@ -4,7 +4,7 @@
 // one GRPCTransportStatistics. ServerEncodings is what the server last said it accepts, shared by the channel's callers
 // and its loops.
 
-public import GRPCProtocol
+import GRPCProtocol
 import Primitives
 
 /// A pool part's counters, kept on its loop.

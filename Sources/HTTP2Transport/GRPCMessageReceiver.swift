@@ -1,6 +1,6 @@
 // Sources/HTTP2Transport/GRPCMessageReceiver.swift - handlers that pace a stream themselves
 
-public import GRPCProtocol
+import GRPCProtocol
 
 /// A handler that takes messages as they arrived (compressed ones still compressed) and
 /// returns their flow-control window itself, as its consumer takes them: the

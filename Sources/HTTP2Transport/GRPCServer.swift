@@ -10,6 +10,7 @@ public import GRPCProtocol
 public import Logging
 import Primitives
 import Synchronization
+public import TLSCrypto
 
 #if canImport(Glibc)
   import Glibc

@@ -14,8 +14,8 @@
 // Every refusal is UNAUTHENTICATED with a message naming the check; no message ever quotes the token or a claim.
 // Whether the token's trip is the one asked for (PERMISSION_DENIED otherwise) is the caller's check.
 
-internal import COpenSSL
 internal import Primitives
+internal import TLSCrypto
 
 /// Checks consumer tokens (see the file comment). Immutable; keys are parsed once, at configuration.
 package struct ConsumerTokenVerifier: Sendable {
@@ -190,7 +190,7 @@ package enum JSONWebKeySet {
         pem = pemBlock("PUBLIC KEY", rsaSubjectPublicKeyInfo(modulus: n, exponent: e))
       }
       // Loaded once here, so that a broken key fails at configuration, not at the first call.
-      try Signatures.checkPublicKey(pem)
+      try JWTError.usingKey { () throws(CryptoError) in try Signatures.checkPublicKey(pem) }
       keys.append(ConsumerTokenVerifier.Key(.rs256(publicKeyPEM: pem), keyID: keyID))
     }
     guard !keys.isEmpty else { throw JWTError(.invalidKey, "the JWKS holds no RS256 signing key") }

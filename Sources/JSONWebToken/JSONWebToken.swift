@@ -8,6 +8,7 @@
 // `exp`, `nbf` and `iat` against a clock the caller passes in.
 
 import Primitives
+import TLSCrypto
 
 /// A parsed JSON Web Token signed with HS256 or RS256.
 ///
@@ -79,9 +80,13 @@ public struct JSONWebToken: Sendable, Hashable {
     let signature: [UInt8]
     switch key {
     case .hs256(let secret):
-      signature = try Signatures.hmacSHA256(secret: secret, message: message)
+      signature = try JWTError.usingKey { () throws(CryptoError) in
+        try Signatures.hmacSHA256(secret: secret, message: message)
+      }
     case .rs256(let pem):
-      signature = try Signatures.rsaSHA256Sign(privateKeyPEM: pem, message: message)
+      signature = try JWTError.usingKey { () throws(CryptoError) in
+        try Signatures.rsaSHA256Sign(privateKeyPEM: pem, message: message)
+      }
     }
     return signingInput + "." + Base64.encode(signature, alphabet: .urlSafe, padded: false)
   }
@@ -106,9 +111,13 @@ public struct JSONWebToken: Sendable, Hashable {
     let valid: Bool
     switch key {
     case .hs256(let secret):
-      valid = try Signatures.verifyHMACSHA256(secret: secret, message: message, signature: signature)
+      valid = try JWTError.usingKey { () throws(CryptoError) in
+        try Signatures.verifyHMACSHA256(secret: secret, message: message, signature: signature)
+      }
     case .rs256(let pem):
-      valid = try Signatures.rsaSHA256Verify(publicKeyPEM: pem, message: message, signature: signature)
+      valid = try JWTError.usingKey { () throws(CryptoError) in
+        try Signatures.rsaSHA256Verify(publicKeyPEM: pem, message: message, signature: signature)
+      }
     }
     guard valid else { throw JWTError(.badSignature, "the \(key.algorithm) signature does not match") }
   }

@@ -1,5 +1,7 @@
 // Sources/JSONWebToken/JWTError.swift - why a token was rejected, without repeating the token
 
+import TLSCrypto
+
 /// The error thrown when a token cannot be parsed, signed, verified or accepted.
 ///
 /// The ``message`` says what was wrong in terms of the token's structure (which
@@ -51,4 +53,16 @@ public struct JWTError: Error, Sendable, Hashable, CustomStringConvertible {
 
   /// `JWT <kind>: <message>`.
   public var description: String { "JWT \(kind): \(message)" }
+}
+
+extension JWTError {
+  /// The value of `body`, a signing or key operation of TLSCrypto; its failure is an ``Kind/invalidKey`` error
+  /// (TLSCrypto's messages never quote key material either).
+  static func usingKey<T>(_ body: () throws(CryptoError) -> T) throws(JWTError) -> T {
+    do {
+      return try body()
+    } catch {
+      throw JWTError(.invalidKey, error.message)
+    }
+  }
 }

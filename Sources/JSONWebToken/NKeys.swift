@@ -4,10 +4,10 @@
 // a prefix letter for its role and a CRC-16 at the end. A seed (`SU…` for a user) holds the private key; the
 // public key (`U…`) is what a server's configuration lists. A relay given only a user's seed file needs the
 // public key to connect (libnats asks for both), and tests that run a NATS server with decentralized
-// authentication need to sign the JWTs of an operator, an account and a user. Both are here, on OpenSSL's
-// Ed25519, so that no module but this one (the package's user of libcrypto) touches it.
+// authentication need to sign the JWTs of an operator, an account and a user. Both are here, on TLSCrypto's
+// Ed25519 (OpenSSL's).
 
-internal import COpenSSL
+internal import TLSCrypto
 
 /// An Ed25519 key pair in NATS' nkey form (see the file comment).
 package struct NKey: Sendable {
@@ -51,26 +51,14 @@ package struct NKey: Sendable {
 
   /// A new random key pair for `role`.
   package static func generate(role: Role) throws(JWTError) -> NKey {
-    var seed = [UInt8](repeating: 0, count: 32)
-    guard RAND_bytes(&seed, 32) == 1 else { throw JWTError(.invalidKey, "no random bytes for an nkey") }
+    let seed = try JWTError.usingKey { () throws(CryptoError) in try SecureRandom.bytes(32) }
     return try NKey(role: role, seedBytes: seed)
   }
 
   private init(role: Role, seedBytes: [UInt8]) throws(JWTError) {
     self.role = role
     self.seed = seedBytes
-    guard let key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, seedBytes, 32) else {
-      ERR_clear_error()
-      throw JWTError(.invalidKey, "the nkey seed is not an Ed25519 key")
-    }
-    defer { EVP_PKEY_free(key) }
-    var publicKey = [UInt8](repeating: 0, count: 32)
-    var length = 32
-    guard EVP_PKEY_get_raw_public_key(key, &publicKey, &length) == 1, length == 32 else {
-      ERR_clear_error()
-      throw JWTError(.invalidKey, "no public key for the nkey seed")
-    }
-    rawPublicKey = publicKey
+    rawPublicKey = try JWTError.usingKey { () throws(CryptoError) in try Ed25519.publicKey(seed: seedBytes) }
   }
 
   /// The public key in nkey text form (`U…` for a user).
@@ -83,22 +71,7 @@ package struct NKey: Sendable {
 
   /// The Ed25519 signature of `message`.
   package func sign(_ message: [UInt8]) throws(JWTError) -> [UInt8] {
-    guard let key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, seed, 32) else {
-      ERR_clear_error()
-      throw JWTError(.invalidKey, "the nkey seed is not an Ed25519 key")
-    }
-    defer { EVP_PKEY_free(key) }
-    guard let context = EVP_MD_CTX_new() else { throw JWTError(.invalidKey, "EVP_MD_CTX_new failed") }
-    defer { EVP_MD_CTX_free(context) }
-    var signature = [UInt8](repeating: 0, count: 64)
-    var length = 64
-    guard EVP_DigestSignInit(context, nil, nil, nil, key) == 1,
-      EVP_DigestSign(context, &signature, &length, message, message.count) == 1, length == 64
-    else {
-      ERR_clear_error()
-      throw JWTError(.invalidKey, "Ed25519 signing failed")
-    }
-    return signature
+    try JWTError.usingKey { () throws(CryptoError) in try Ed25519.sign(seed: seed, message: message) }
   }
 
   /// `raw` with its CRC-16 appended, in base32 without padding.

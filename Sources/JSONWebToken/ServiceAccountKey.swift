@@ -5,6 +5,8 @@
 // (a PKCS#8 PEM). Fleet Engine JWTs are signed with that key (RS256), carry its id as the
 // header's `kid`, and name the email as `iss` and `sub`.
 
+import TLSCrypto
+
 /// The parts of a Google service-account JSON key that sign Fleet Engine tokens.
 ///
 /// Its description never shows the private key.
@@ -39,7 +41,9 @@ package struct ServiceAccountKey: Sendable, CustomStringConvertible {
     privateKeyID = try string("private_key_id")
     privateKeyPEM = try string("private_key")
     // Fail here, with a clear reason, rather than at the first token.
-    _ = try Signatures.rsaSHA256Sign(privateKeyPEM: privateKeyPEM, message: [])
+    _ = try JWTError.usingKey { () throws(CryptoError) in
+      try Signatures.rsaSHA256Sign(privateKeyPEM: privateKeyPEM, message: [])
+    }
   }
 
   /// `service account <email> (key <id>)`: never the private key.

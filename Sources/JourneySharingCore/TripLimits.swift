@@ -8,7 +8,7 @@
 // state; a trip above them is rejected whole and the state held stays as it was.
 
 package import FleetEngineMessages
-package import GRPCProtocol
+package import GRPCValues
 package import ProtoWire
 
 /// Bounds on the trips a server may send, checked while a trip is decoded and before it enters

@@ -1,6 +1,6 @@
 // Sources/JourneySharingCore/TripModelEvent.swift - what a followed trip hands its subscribers
 
-package import GRPCProtocol
+package import GRPCValues
 
 /// What a trip model hands to its subscribers: the latest snapshot, the most recent
 /// error and the model state. Change bits say which of them (and which trip

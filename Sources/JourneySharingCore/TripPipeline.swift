@@ -8,7 +8,6 @@
 // Single writer: one pipeline is driven from one thread at a time (its trip's scheduler).
 
 package import FleetEngineMessages
-package import GRPCProtocol
 
 /// What a pipeline hands events to: subscriber jobs and update streams.
 package protocol Deliverable: AnyObject, Sendable {

@@ -32,7 +32,7 @@
 // imports), and run by scripts/fuzz.sh.
 
 import FleetEngineMessages
-import GRPCProtocol
+import GRPCValues
 import ProtoWire
 
 @testable import JourneySharingCore

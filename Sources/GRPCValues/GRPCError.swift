@@ -1,4 +1,4 @@
-// Sources/GRPCProtocol/GRPCError.swift - a non-OK status thrown as a Swift error
+// Sources/GRPCValues/GRPCError.swift - a non-OK status thrown as a Swift error
 //
 // This is the only file in the module that imports Foundation: `CustomNSError`
 // is what makes `(error as NSError).domain == "io.grpc"` work, so code written

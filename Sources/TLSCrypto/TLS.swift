@@ -1,9 +1,11 @@
-// Sources/HTTP2Transport/TLS.swift - TLS through OpenSSL, over memory BIOs
+// Sources/TLSCrypto/TLS.swift - TLS through OpenSSL, over memory BIOs
 //
 // The TLS engine never touches the socket: ciphertext read from the socket is
 // fed in, plaintext comes out; plaintext written goes in, ciphertext to send
-// comes out. That keeps OpenSSL on the event loop's own I/O path, so one
-// `read` and one `write` per loop turn serve TLS and cleartext alike.
+// comes out. That keeps OpenSSL on the event loop's own I/O path (HTTP2Transport's
+// ByteStream), so one `read` and one `write` per loop turn serve TLS and cleartext
+// alike. How a session failed is a `TLSFailure`; the transport turns it into its
+// own connection error.
 
 import COpenSSL
 import Primitives
@@ -208,6 +210,20 @@ package final class TLSContext: @unchecked Sendable {
   }
 }
 
+/// How a TLS session failed, with OpenSSL's reason where there is one.
+package enum TLSFailure: Error, Sendable, Hashable {
+  /// The handshake failed, with OpenSSL's reason (or what ended it).
+  case handshakeFailed(reason: String)
+  /// The handshake failed because the server's first bytes are not a TLS record: it does not speak TLS.
+  case serverNotTLS(reason: String)
+  /// The server's certificate chain or name did not verify.
+  case certificateVerificationFailed(reason: String)
+  /// The handshake completed but ALPN did not agree on `h2`; `selected` is what the server chose, if anything.
+  case alpnNotNegotiated(selected: String?)
+  /// A record failed after the handshake (`operation` is `read` or `write`).
+  case recordFailed(operation: String, reason: String)
+}
+
 /// One TLS session over memory BIOs. Confined to one event loop.
 package final class TLSEngine {
   private let ssl: OpaquePointer
@@ -278,7 +294,7 @@ package final class TLSEngine {
   package enum HandshakeState {
     case complete
     case inProgress
-    case failed(ConnectionError)
+    case failed(TLSFailure)
   }
 
   /// Whether what the peer sent so far can begin a TLS record: a content type from 20
@@ -290,9 +306,9 @@ package final class TLSEngine {
   }
 
   /// The error for a handshake the peer ended by closing the connection.
-  package func handshakeClosedByPeer() -> ConnectionError {
+  package func handshakeClosedByPeer() -> TLSFailure {
     let reason = "connection closed by peer"
-    return peerBytesCanBeTLS ? .tlsHandshakeFailed(reason: reason) : .serverNotTLS(reason: reason)
+    return peerBytesCanBeTLS ? .handshakeFailed(reason: reason) : .serverNotTLS(reason: reason)
   }
 
   /// Advances the handshake with whatever ciphertext has been fed.
@@ -328,7 +344,7 @@ package final class TLSEngine {
       let reason = String(cString: X509_verify_cert_error_string(verify))
       return .failed(.certificateVerificationFailed(reason: reason))
     }
-    return .failed(.tlsHandshakeFailed(reason: TLSError.openSSLReasons()))
+    return .failed(.handshakeFailed(reason: TLSError.openSSLReasons()))
   }
 
   /// The outcome of reading plaintext.
@@ -337,7 +353,7 @@ package final class TLSEngine {
     case needMoreInput
     /// The peer sent close_notify.
     case closed
-    case failed(ConnectionError)
+    case failed(TLSFailure)
   }
 
   /// Decrypts what has been fed and hands plaintext to `body` in chunks of up to `scratch.count` bytes.
@@ -356,18 +372,18 @@ package final class TLSEngine {
       switch error {
       case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .needMoreInput
       case SSL_ERROR_ZERO_RETURN: return .closed
-      default: return .failed(.tlsFailed(operation: "read", reason: TLSError.openSSLReasons()))
+      default: return .failed(.recordFailed(operation: "read", reason: TLSError.openSSLReasons()))
       }
     }
   }
 
   /// Encrypts `plaintext`; the ciphertext is then available from ``drainCiphertext(into:)``.
-  package func write(_ plaintext: UnsafeRawBufferPointer) -> ConnectionError? {
+  package func write(_ plaintext: UnsafeRawBufferPointer) -> TLSFailure? {
     var offset = 0
     while offset < plaintext.count {
       ERR_clear_error()
       let n = SSL_write(ssl, plaintext.baseAddress! + offset, Int32(min(plaintext.count - offset, 1 << 30)))
-      guard n > 0 else { return .tlsFailed(operation: "write", reason: TLSError.openSSLReasons()) }
+      guard n > 0 else { return .recordFailed(operation: "write", reason: TLSError.openSSLReasons()) }
       offset += Int(n)
     }
     return nil

@@ -1,8 +1,8 @@
-// Sources/GRPCProtocol/GRPCStatus.swift - the outcome of a call: a code and a message
+// Sources/GRPCValues/GRPCStatus.swift - the outcome of a call: a code and a message
 
 /// The final outcome of a gRPC call: a status code plus a human-readable message.
 ///
-/// The message is already percent-decoded (see ``GRPCPercentEncoding``); it is
+/// The message is already percent-decoded (see `GRPCPercentEncoding` in GRPCProtocol); it is
 /// meant for people and logs, never for program logic. Programs branch on the
 /// ``code`` and, for a failure found on this side, on the type of ``cause``.
 public struct GRPCStatus: Sendable, Hashable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-// Sources/GRPCProtocol/GRPCStatusCode.swift - the seventeen gRPC status codes and the grpc-status header
+// Sources/GRPCValues/GRPCStatusCode.swift - the seventeen gRPC status codes and the grpc-status header
 //
 // The numbers are part of the wire protocol (they travel in `grpc-status`) and
 // of the public error contract (`GRPCError.errorCode`), so they never change.

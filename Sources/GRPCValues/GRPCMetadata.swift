@@ -1,4 +1,4 @@
-// Sources/GRPCProtocol/GRPCMetadata.swift - ordered gRPC metadata and its header encoding
+// Sources/GRPCValues/GRPCMetadata.swift - ordered gRPC metadata and its header encoding
 //
 // Metadata is a multimap: the same name may appear several times and the order
 // of values for one name matters to applications, so it is stored as a flat
@@ -199,7 +199,7 @@ public struct GRPCMetadata: Sendable, Hashable, Sequence, ExpressibleByDictionar
   /// The entries as header fields, in order: binary values as unpadded base64
   /// (what gRPC senders should send), strings as they are.
   ///
-  /// No filtering happens here; ``GRPCRequestHead/headerFields()`` drops
+  /// No filtering happens here; `GRPCRequestHead.headerFields()` (GRPCProtocol) drops
   /// reserved and invalid entries from requests.
   public var headerFields: [(name: String, value: String)] {
     entries.map { entry in
