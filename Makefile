@@ -75,12 +75,15 @@ fuzz-build:
 	scripts/build-fuzzer.sh
 
 ## format: rewrite the Swift sources in place with swift-format (the toolchain's `swift format`, rules in
-## .swift-format); format-check: fail when a file is not formatted that way (part of `make test`, so of CI)
+## .swift-format); format-check: fail when a file is not formatted that way, or when a target's declared
+## dependencies differ from its imports or a C library has two importers (scripts/check-imports.py); part
+## of `make test`, so of CI
 FORMAT_PATHS := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Benchmarks
 format:
 	$(SWIFT) format format --in-place --parallel --recursive $(FORMAT_PATHS)
 format-check:
 	$(SWIFT) format lint --strict --parallel --recursive $(FORMAT_PATHS)
+	python3 scripts/check-imports.py
 
 ## demo-ci: the demo, short and non-interactive; exits 0 only when every trip finished
 demo-ci:

@@ -37,10 +37,9 @@ struct LatestValueStreamTests {
       }
       return received
     }
-    await eventually { stream.hasWaiter }
-    #expect(stream.hasWaiter)
+    #expect(await eventually { stream.hasWaiter })
     stream.publish("a", changes: 1)
-    await eventually { stream.hasWaiter }
+    #expect(await eventually { stream.hasWaiter })
     stream.publish("b", changes: 2)
     let received = await consumer.value
     #expect(received.map(\.value) == ["a", "b"])
@@ -69,7 +68,7 @@ struct LatestValueStreamTests {
       for await _ in stream { count += 1 }
       return count
     }
-    await eventually { stream.hasWaiter }
+    #expect(await eventually { stream.hasWaiter })
     stream.finish()
     #expect(await consumer.value == 0)
     #expect(stream.isTerminated)
@@ -87,8 +86,7 @@ struct LatestValueStreamTests {
       return count
     }
     stream.publish(Tracked(0, live: live), changes: 1)
-    await eventually { stream.hasWaiter }
-    #expect(stream.hasWaiter)
+    #expect(await eventually { stream.hasWaiter })
     consumer.cancel()
     let count = await consumer.value
     #expect(count == 1)
