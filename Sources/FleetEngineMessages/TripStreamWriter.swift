@@ -9,7 +9,7 @@
 // Nothing here builds a `TripUpdate` or a projected `Trip`: the fields are encoded straight from the trip
 // (``Trip/encodeFields(_:includingUnknownFields:to:)``) into one exactly sized buffer.
 
-public import ProtoWire
+import ProtoWire
 
 /// Writes `journeysharing.v1.TripUpdate` messages (see the file comment).
 public enum TripStreamWriter {

@@ -48,4 +48,35 @@ struct TripStorageTests {
     #expect(update.trip?.vehicleId == "w")
     #expect(MemoryLayout<TripUpdate>.size < 100)
   }
+
+  @Test func aVehicleLocationsRareFieldsAreCopiedOnWriteAndEmptyEqualsAbsent() throws {
+    var original = VehicleLocation()
+    original.location = LatLng(latitude: 52.37, longitude: 4.89)
+    original.speed = DoubleValue(8.5)
+    original.rawLocation = LatLng(latitude: 52.36, longitude: 4.88)
+    original.rawLocationSensor = .gps
+    var copy = original
+    copy.rawLocation?.latitude = 52.35
+    copy.speed?.value = 9
+    #expect(original.rawLocation?.latitude == 52.36)
+    #expect(original.speed == DoubleValue(8.5))
+    #expect(copy != original)
+    copy.rawLocation?.latitude = 52.36
+    copy.speed = DoubleValue(8.5)
+    #expect(copy == original)
+    #expect(copy.hashValue == original.hashValue)
+    // Rare fields set and cleared again equal a location that never had them.
+    var cleared = copy
+    cleared.rawLocation = nil
+    cleared.rawLocationSensor = .unknownSensor
+    var plain = VehicleLocation()
+    plain.location = original.location
+    plain.speed = original.speed
+    #expect(cleared == plain)
+    #expect(cleared.hashValue == plain.hashValue)
+    // Decoding keeps every field, rare ones included.
+    let decoded = try VehicleLocation(serializedBytes: original.serializedBytes())
+    #expect(decoded == original)
+    #expect(try VehicleLocation(serializedBytes: plain.serializedBytes()) == plain)
+  }
 }
