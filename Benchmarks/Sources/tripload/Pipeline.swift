@@ -35,6 +35,10 @@ struct PipelineCommand: AsyncParsableCommand {
     let harness = try TripPipelineHarness(tripCount: trips, subscriber: subscriber, deliveryThreads: 1)
     let small = (0..<64).map { Fixtures.smallUpdate(step: $0) }
     let smallEncoded = small.map { $0.serializedBytes() }
+    // The options as locals: reading an @Option property in the loop looked up generic metadata each time.
+    let trips = trips
+    let updates = updates
+    let encoded = encoded
     let start = monotonicSeconds()
     var changed = 0
     for cursor in 0..<updates {
