@@ -11,7 +11,7 @@ CI_FUZZ_SECONDS ?= 10
 
 .PHONY: all demo demo-ci demo-relay relay-chaos test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
 	swift-test-ci tsan-tests waiting-tests tsan-build asan-build fuzz-build hostile-test soak \
-	bench bench-full bench-deps bench-build bench-micro bench-report bench-relay
+	bench bench-full bench-deps bench-build bench-micro bench-report bench-relay bench-check bench-thresholds
 
 all: build
 
@@ -225,6 +225,24 @@ bench-micro:
 
 bench-report:
 	$(PYTHON) Benchmarks/scripts/report.py $(BENCH_RESULTS)
+
+## bench-check: the micro benchmarks of our code (ProtoWire codec, pipeline) against the committed p90 thresholds
+## in Benchmarks/Thresholds, with the tolerances the benchmarks' code sets (allocations exact or nearly, time
+## within 60 %): fails on a regression; on an improvement it passes and says to record the new thresholds
+BENCH_GATED := --target CodecBenchmarks --target PipelineBenchmarks --filter '.*(ProtoWire|Pipeline).*'
+bench-check: deps
+	cd Benchmarks && status=0; $(SWIFT) package benchmark thresholds check --path $(CURDIR)/Benchmarks/Thresholds $(BENCH_GATED) \
+	  --no-progress || status=$$?; \
+	if [ $$status -eq 4 ]; then echo "bench-check: better than the thresholds; record them with make bench-thresholds"; \
+	  status=0; fi; exit $$status
+
+## bench-thresholds: records this machine's p90 of the gated micro benchmarks as Benchmarks/Thresholds (commit it).
+## package-benchmark 1.38 writes each file under the benchmark's name with spaces made underscores but reads it
+## back under the name itself, so the files are renamed to the names (which have no underscore of their own)
+bench-thresholds: deps
+	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark thresholds update \
+	  --path $(CURDIR)/Benchmarks/Thresholds $(BENCH_GATED) --no-progress
+	cd Benchmarks/Thresholds && for file in *_*.p90.json; do mv -f "$$file" "$$(echo "$$file" | tr _ ' ')"; done
 
 clean:
 	rm -rf .build .build-* .fuzz Tests/Differential/generated Benchmarks/.build
