@@ -53,9 +53,15 @@ package final class EventLoop: @unchecked Sendable {
   private var nextTimerID: TimerID = 1
   private var localTasks: [() -> Void] = []
 
-  /// Creates the loop and starts its thread.
-  package init(name: String = "journeysharing-loop") {
+  /// How long the loop waits before reading again after a turn that handled socket events (0: it does not).
+  private let readCoalescingNanoseconds: Int
+
+  /// Creates the loop and starts its thread. With a `readCoalescing` delay, a loop that just handled socket
+  /// events waits that long before it reads again (its timers then fire up to that much late), so that what arrives
+  /// meanwhile is read, handled and handed on in one turn (see ``GRPCEventLoopGroup/init(loopCount:name:readCoalescing:)``).
+  package init(name: String = "journeysharing-loop", readCoalescing: Duration = .zero) {
     self.name = name
+    readCoalescingNanoseconds = Int(clamping: readCoalescing.nonNegativeNanoseconds)
     epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
     precondition(epollFD >= 0, "epoll_create1 failed: errno \(errno)")
     wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -246,9 +252,12 @@ package final class EventLoop: @unchecked Sendable {
     let capacity = 256
     let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
     defer { events.deallocate() }
+    var handledSockets = false
     while true {
       runTasks()
       if stopping.load(ordering: .acquiring) { break }
+      if handledSockets, readCoalescingNanoseconds > 0, localTasks.isEmpty { coalesceReads() }
+      handledSockets = false
       let timeout = localTasks.isEmpty ? nextTimeoutMilliseconds() : 0
       let count = epoll_wait(epollFD, events, Int32(capacity), timeout)
       if count < 0 {
@@ -265,6 +274,7 @@ package final class EventLoop: @unchecked Sendable {
           continue
         }
         guard let handler = handlers[fd] else { continue }
+        handledSockets = true
         let flags = event.events
         handler.handleEvent(
           readable: flags & EPOLLIN.rawValue != 0,
@@ -275,6 +285,15 @@ package final class EventLoop: @unchecked Sendable {
     }
     runTasks(drain: true)
     threadID.store(0, ordering: .releasing)
+  }
+
+  /// Sleeps the read-coalescing delay: a busy loop's turn just ended, and what arrives meanwhile is read together
+  /// in the next one. Timers due meanwhile fire up to that much late (a loop following thousands of streams has
+  /// one due almost always, so bounding the sleep by them would leave nothing to coalesce).
+  private func coalesceReads() {
+    let nanoseconds = readCoalescingNanoseconds
+    var time = timespec(tv_sec: nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
+    _ = nanosleep(&time, nil)
   }
 
   /// Runs the tasks other threads had queued when it began, then the loop's own (``executeSoon(_:)``) until

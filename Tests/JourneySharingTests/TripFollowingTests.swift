@@ -130,10 +130,15 @@ enum WholeTripChecks {
   /// Trips with intermediate destinations (4, 6, 12, 15), one canceled (16), one shared (18), short ones.
   static let trips = [4, 6, 10, 11, 12, 15, 16, 18, 20, 36]
 
-  static func tenTripsStreamedToTheEnd(_ transport: FixtureTransport) async throws {
+  static func tenTripsStreamedToTheEnd(
+    _ transport: FixtureTransport,
+    client: @escaping (JourneySharingConfiguration) -> JourneySharingConfiguration = { $0 }
+  ) async throws {
     try #require(Self.trips.contains { followPlanner.plan(index: $0).canceledAt != nil })
     try #require(Self.trips.contains { followPlanner.plan(index: $0).intermediateDestinationCount > 0 })
-    try await withFollowFixture(transport, simulation: { followSimConfiguration(speedup: 400, now: $0) }) { fixture in
+    try await withFollowFixture(
+      transport, simulation: { followSimConfiguration(speedup: 400, now: $0) }, client: client
+    ) { fixture in
       let recorder = RecordingSubscriber()
       let models = Self.trips.map { fixture.model($0) }
       for model in models { model.register(recorder) }
@@ -209,6 +214,17 @@ struct TripFollowingEndToEndTests {
   @Test("Ten trips streamed to the end over sockets: statuses in order, fields match callbacks, final state exact")
   func tenTripsStreamedToTheEnd() async throws {
     try await WholeTripChecks.tenTripsStreamedToTheEnd(.sockets)
+  }
+
+  @Test("Ten trips streamed to the end over sockets on event loops that coalesce reads: the same final states")
+  func tenTripsStreamedToTheEndWithReadCoalescing() async throws {
+    let loops = JourneySharingEventLoops(loopCount: 2, readCoalescing: .milliseconds(2))
+    defer { loops.shutdown() }
+    try await WholeTripChecks.tenTripsStreamedToTheEnd(.sockets) { configuration in
+      var configuration = configuration
+      configuration.connection.eventLoops = loops
+      return configuration
+    }
   }
 
   @Test("Polling over sockets reaches the same final state; the route is kept between legs")

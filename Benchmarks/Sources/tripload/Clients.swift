@@ -96,13 +96,16 @@ final class JourneySharingLoadClient<Subscriber: LoadSubscriber>: LoadClient, @u
 
 /// This project's streaming client, recording every delivered update.
 func journeySharingStreamClient(
-  host: String, port: Int, connections: Int, deliveryThreads: Int, eventLoops: Int?
+  host: String, port: Int, connections: Int, deliveryThreads: Int, eventLoops: Int?, readCoalescing: Duration = .zero
 ) throws -> JourneySharingLoadClient<RecordingSubscriber> {
   var configuration = JourneySharingConfiguration(
     host: host, port: port, security: .plaintext, providerID: "load", fetchMode: .stream,
     logger: Logger(label: "tripload"))
   configuration.connection.maxConnections = connections
-  if let eventLoops { configuration.connection.eventLoops = JourneySharingEventLoops(loopCount: eventLoops) }
+  if eventLoops != nil || readCoalescing > .zero {
+    configuration.connection.eventLoops = JourneySharingEventLoops(
+      loopCount: eventLoops ?? JourneySharingEventLoops.coreCount, readCoalescing: readCoalescing)
+  }
   configuration.deliveryThreads = deliveryThreads
   // A million trips asked for at once wait minutes for their streams; the default 30 s of silence before a
   // stream's first messages would cancel and restart queued calls over and over (the load server is never

@@ -96,6 +96,10 @@ struct ClientCommand: AsyncParsableCommand {
   @Option(name: .customLong("delivery-threads")) var deliveryThreads = 2
   @Option(help: "Seconds between two polls of a trip (the poll kinds).") var pollInterval = 5.0
   @Option(
+    name: .customLong("read-coalescing-ms"),
+    help: "Milliseconds a busy event loop waits before reading again (journeysharing kinds; 0: it does not).")
+  var readCoalescingMilliseconds = 0.0
+  @Option(
     name: .customLong("max-resident-gib"),
     help: "Resident GiB at which the client stops starting trips and reports how far it got (0: no cap).")
   var maxResidentGiB = 0.0
@@ -109,7 +113,8 @@ struct ClientCommand: AsyncParsableCommand {
       // The default is an event loop per core; the other kind compares it with a single loop.
       client = try journeySharingStreamClient(
         host: "127.0.0.1", port: port, connections: connections, deliveryThreads: deliveryThreads,
-        eventLoops: kind == "journeysharing" ? nil : 1)
+        eventLoops: kind == "journeysharing" ? nil : 1,
+        readCoalescing: .microseconds(Int64(readCoalescingMilliseconds * 1_000)))
     case "grpc-swift":
       client = GRPCSwiftLoadClient(host: "127.0.0.1", port: port, connections: connections)
     case "journeysharing-poll":

@@ -59,8 +59,12 @@ public final class JourneySharingEventLoops: Sendable, Hashable {
   let group: GRPCEventLoopGroup
 
   /// Starts `loopCount` loops (at least 1), by default one per core.
-  public init(loopCount: Int = JourneySharingEventLoops.coreCount) {
-    group = GRPCEventLoopGroup(loopCount: loopCount, name: "journeysharing-io")
+  ///
+  /// - Parameter readCoalescing: How long a loop that just read waits before reading again (zero, the default:
+  ///   it does not): updates that arrive meanwhile are read and handed to the delivery threads together, for
+  ///   less CPU per update at up to this much more latency. See README "Benchmarks" for the trade-off measured.
+  public init(loopCount: Int = JourneySharingEventLoops.coreCount, readCoalescing: Duration = .zero) {
+    group = GRPCEventLoopGroup(loopCount: loopCount, name: "journeysharing-io", readCoalescing: readCoalescing)
   }
 
   /// The cores this process may run on, at least 1.
