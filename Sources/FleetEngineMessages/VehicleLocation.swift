@@ -465,7 +465,8 @@ public struct VehicleLocation: ProtoMessage, Hashable {
     switch (a._rare, b._rare) {
     case (nil, nil): return true
     case (let x?, nil), (nil, let x?): return x.isEmpty
-    case (let x?, let y?): return x === y || x.equals(y)
+    // Field by field even when shared, as for the inline fields: a NaN differs from itself.
+    case (let x?, let y?): return x.equals(y)
     }
   }
 

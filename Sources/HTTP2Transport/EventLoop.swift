@@ -56,12 +56,16 @@ package final class EventLoop: @unchecked Sendable {
   /// How long the loop waits before reading again after a turn that handled socket events (0: it does not).
   private let readCoalescingNanoseconds: Int
 
-  /// Creates the loop and starts its thread. With a `readCoalescing` delay, a loop that just handled socket
-  /// events waits that long before it reads again (its timers then fire up to that much late), so that what arrives
+  /// The longest read-coalescing delay a loop takes: longer would hold its timers, tasks and shutdown too long.
+  package static let maxReadCoalescing = Duration.milliseconds(10)
+
+  /// Creates the loop and starts its thread. With a `readCoalescing` delay (at most ``maxReadCoalescing``), a loop
+  /// that just read from its sockets waits that long before it reads again (its timers, the tasks other threads
+  /// give it and its shutdown then wait up to that much too), so that what arrives
   /// meanwhile is read, handled and handed on in one turn (see ``GRPCEventLoopGroup/init(loopCount:name:readCoalescing:)``).
   package init(name: String = "journeysharing-loop", readCoalescing: Duration = .zero) {
     self.name = name
-    readCoalescingNanoseconds = Int(clamping: readCoalescing.nonNegativeNanoseconds)
+    readCoalescingNanoseconds = Int(clamping: min(readCoalescing, Self.maxReadCoalescing).nonNegativeNanoseconds)
     epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
     precondition(epollFD >= 0, "epoll_create1 failed: errno \(errno)")
     wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -252,12 +256,12 @@ package final class EventLoop: @unchecked Sendable {
     let capacity = 256
     let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
     defer { events.deallocate() }
-    var handledSockets = false
+    var readSockets = false
     while true {
       runTasks()
       if stopping.load(ordering: .acquiring) { break }
-      if handledSockets, readCoalescingNanoseconds > 0, localTasks.isEmpty { coalesceReads() }
-      handledSockets = false
+      if readSockets, readCoalescingNanoseconds > 0, localTasks.isEmpty { coalesceReads() }
+      readSockets = false
       let timeout = localTasks.isEmpty ? nextTimeoutMilliseconds() : 0
       let count = epoll_wait(epollFD, events, Int32(capacity), timeout)
       if count < 0 {
@@ -274,8 +278,8 @@ package final class EventLoop: @unchecked Sendable {
           continue
         }
         guard let handler = handlers[fd] else { continue }
-        handledSockets = true
         let flags = event.events
+        if flags & EPOLLIN.rawValue != 0 { readSockets = true }
         handler.handleEvent(
           readable: flags & EPOLLIN.rawValue != 0,
           writable: flags & EPOLLOUT.rawValue != 0,
@@ -287,7 +291,7 @@ package final class EventLoop: @unchecked Sendable {
     threadID.store(0, ordering: .releasing)
   }
 
-  /// Sleeps the read-coalescing delay: a busy loop's turn just ended, and what arrives meanwhile is read together
+  /// Sleeps the read-coalescing delay: a turn that read just ended, and what arrives meanwhile is read together
   /// in the next one. Timers due meanwhile fire up to that much late (a loop following thousands of streams has
   /// one due almost always, so bounding the sleep by them would leave nothing to coalesce).
   private func coalesceReads() {

@@ -36,8 +36,9 @@ public final class GRPCEventLoopGroup: Sendable {
   ///
   /// - Parameters:
   ///   - name: The threads' name prefix, for debuggers and logs.
-  ///   - readCoalescing: How long a loop that just handled socket events waits before it reads again (its timers
-  ///     then fire up to that much late); zero, the default, reads again at once. A loop busy with many streams of
+  ///   - readCoalescing: How long a loop that just read from its sockets waits before it reads again, at most
+  ///     10 ms (its timers, the tasks other threads give it and its shutdown then wait up to that much too); zero,
+  ///     the default, reads again at once. A loop busy with many streams of
   ///     small messages then reads what arrived meanwhile in one turn: fewer system calls and wake-ups of the
   ///     threads it hands messages to, for at most this much more latency. A loop that was idle reads at once.
   public init(

@@ -42,7 +42,7 @@ public final class TripModel: Sendable {
     var jobs: [ObjectIdentifier: SubscriberJob] = [:]
     var streams: [ObjectIdentifier: StreamSubscription] = [:]
     var observers: [ObjectIdentifier: any TripObserver] = [:]
-    /// The model itself while anything is registered: deliveries reach it through unowned references,
+    /// The model itself while anything is registered: update streams reach it through unowned references,
     /// and ``TripService`` keeps unused models only weakly, so a registered model must not go away when
     /// its caller drops it. Cleared with the last registration, which breaks the cycle.
     var retainer: TripModel?
@@ -220,8 +220,9 @@ package typealias TripObserver = Deliverable & TripFieldObserver
 final class SubscriberJob: DeliveryJob, Deliverable {
   /// Strong, not unowned: a delivery passes the model to the callbacks straight from this constant, with no
   /// retain and release (the model has a weak-reference side table, so each of those took the slow path, 4 %
-  /// of a delivery's time). The cycle it makes with the model's registrations is broken at unregistration,
-  /// which drops the job, as the model's hold on itself is.
+  /// of a delivery's time). The cycle it makes with the model is broken once the job is unregistered: the
+  /// registrations drop it at once, the trip's coordinator when its loop next runs, a delivery queue when it
+  /// takes the job (which returns at once, its gate closed).
   let model: TripModel
   let subscriber: any TripModelSubscriber
   let mailbox = LatestValueMailbox<TripModelEvent>()

@@ -1,6 +1,6 @@
 // Sources/Primitives/SensitiveHeaders.swift - header names whose values are credentials
 //
-// Printing gRPC metadata (GRPCProtocol) and HTTP/2 header fields (HTTP2Session) must never show a token:
+// Printing gRPC metadata (GRPCValues) and HTTP/2 header fields (HTTP2Session) must never show a token:
 // both redact the values of these names, from this one list.
 
 /// The header names whose values are credentials, and must never be logged or shown.

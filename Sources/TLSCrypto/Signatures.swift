@@ -192,7 +192,10 @@ package enum Ed25519 {
   package static func sign(seed: [UInt8], message: [UInt8]) throws(CryptoError) -> [UInt8] {
     let key = try privateKey(seed)
     defer { EVP_PKEY_free(key) }
-    guard let context = EVP_MD_CTX_new() else { throw CryptoError("EVP_MD_CTX_new failed") }
+    guard let context = EVP_MD_CTX_new() else {
+      ERR_clear_error()
+      throw CryptoError("EVP_MD_CTX_new failed")
+    }
     defer { EVP_MD_CTX_free(context) }
     var signature = [UInt8](repeating: 0, count: 64)
     var length = 64
@@ -219,6 +222,7 @@ package enum Ed25519 {
 package enum SecureRandom {
   /// `count` random bytes.
   package static func bytes(_ count: Int) throws(CryptoError) -> [UInt8] {
+    guard count >= 0 else { throw CryptoError("a negative number of random bytes") }
     var bytes = [UInt8](repeating: 0, count: count)
     guard count <= Int(Int32.max), RAND_bytes(&bytes, Int32(count)) == 1 else {
       ERR_clear_error()

@@ -22,9 +22,9 @@ import SwiftProtobuf
 import SwiftProtobufMessages
 
 /// What `make bench-check` allows against the committed p90 thresholds (Benchmarks/Thresholds): allocations
-/// exactly as committed; time and throughput within 60 % (on this 2-core VM, back-to-back
-/// runs' p90 differed by up to 52 %: a gate for a large regression, where the allocation counts gate exactly). A gate for our code only: `make bench-check` runs the ProtoWire benchmarks, not
-/// swift-protobuf's.
+/// exactly as committed; time and throughput within 60 % (on this 2-core VM, back-to-back runs' p90 differed by up
+/// to 52 %: a gate for a large regression, where the allocation counts gate exactly). A gate for our code only:
+/// `make bench-check` runs the ProtoWire benchmarks, not swift-protobuf's.
 var regressionTolerances: [BenchmarkMetric: BenchmarkThresholds] {
   [
     .mallocCountTotal: .init(absolute: [.p90: 0]),

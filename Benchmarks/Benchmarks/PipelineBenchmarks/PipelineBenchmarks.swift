@@ -25,14 +25,14 @@ final class CountingSubscriber: TripModelSubscriber {
 
 let updatesPerIteration = 1_000
 
-/// What `make bench-check` allows against the committed p90 thresholds (Benchmarks/Thresholds): time, CPU and
-/// throughput within 60 % (on this 2-core VM, back-to-back runs' p90 differed by up to 52 %); allocations
-/// within 2 per 1,000-update iteration (the few the delivery thread's wake-ups cost vary from run to run).
+/// What `make bench-check` allows against the committed p90 thresholds (Benchmarks/Thresholds): time and
+/// throughput within 60 % (on this 2-core VM, back-to-back runs' p90 differed by up to 52 %); allocations within 2
+/// per 1,000-update iteration (the few the delivery thread's wake-ups cost vary from run to run). CPU time is
+/// measured but not gated: it is counted in 10 ms ticks, five times an iteration's time.
 var regressionTolerances: [BenchmarkMetric: BenchmarkThresholds] {
   [
     .mallocCountTotal: .init(absolute: [.p90: 2]),
     .wallClock: .init(relative: [.p90: 60]),
-    .cpuTotal: .init(relative: [.p90: 60]),
     .throughput: .init(relative: [.p90: 60]),
   ]
 }

@@ -61,8 +61,9 @@ public final class JourneySharingEventLoops: Sendable, Hashable {
   /// Starts `loopCount` loops (at least 1), by default one per core.
   ///
   /// - Parameter readCoalescing: How long a loop that just read waits before reading again (zero, the default:
-  ///   it does not): updates that arrive meanwhile are read and handed to the delivery threads together, for
-  ///   less CPU per update at up to this much more latency. See README "Benchmarks" for the trade-off measured.
+  ///   it does not; at most 10 ms): updates that arrive meanwhile are read and handed to the delivery threads
+  ///   together, which may save CPU per update, at up to this much more latency. Measured against tripload's
+  ///   server it saved nothing (README "Benchmarks").
   public init(loopCount: Int = JourneySharingEventLoops.coreCount, readCoalescing: Duration = .zero) {
     group = GRPCEventLoopGroup(loopCount: loopCount, name: "journeysharing-io", readCoalescing: readCoalescing)
   }
