@@ -53,7 +53,7 @@ package final class EventLoop: @unchecked Sendable {
   private var nextTimerID: TimerID = 1
   private var localTasks: [() -> Void] = []
 
-  /// How long the loop waits before reading again after a turn that handled socket events (0: it does not).
+  /// How long the loop waits before reading again after a turn that read from its sockets (0: it does not).
   private let readCoalescingNanoseconds: Int
 
   /// The longest read-coalescing delay a loop takes: longer would hold its timers, tasks and shutdown too long.
@@ -61,8 +61,8 @@ package final class EventLoop: @unchecked Sendable {
 
   /// Creates the loop and starts its thread. With a `readCoalescing` delay (at most ``maxReadCoalescing``), a loop
   /// that just read from its sockets waits that long before it reads again (its timers, the tasks other threads
-  /// give it and its shutdown then wait up to that much too), so that what arrives
-  /// meanwhile is read, handled and handed on in one turn (see ``GRPCEventLoopGroup/init(loopCount:name:readCoalescing:)``).
+  /// give it and its shutdown then wait up to that much too), so that what arrives meanwhile is read, handled
+  /// and handed on in one turn (see `GRPCEventLoopGroup.init(loopCount:name:readCoalescing:)`).
   package init(name: String = "journeysharing-loop", readCoalescing: Duration = .zero) {
     self.name = name
     readCoalescingNanoseconds = Int(clamping: min(readCoalescing, Self.maxReadCoalescing).nonNegativeNanoseconds)
