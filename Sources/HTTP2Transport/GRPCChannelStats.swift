@@ -1,4 +1,4 @@
-// Sources/HTTP2Transport/GRPCTransportStatistics.swift - what a channel's pool parts count, and what they learned of the server
+// Sources/HTTP2Transport/GRPCChannelStats.swift - what a channel's pool parts count, and what they learned of the server
 //
 // Each pool part (ChannelCore) keeps its counters on its loop; GRPCChannel.stats() adds up those of its loops into
 // one GRPCTransportStatistics. ServerEncodings is what the server last said it accepts, shared by the channel's callers
