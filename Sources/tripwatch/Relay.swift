@@ -571,7 +571,8 @@ struct RelayInspect: AsyncParsableCommand {
       Reads every TRIPS partition from its first message to its last, then prints one JSON line per trip \
       ({"trip":NAME,"messages":N,"finals":N,"final_status":S,"final_relay":ID,"deliveries":[…]}) and a last \
       line `inspect: trips=N finals=N duplicated_finals=N messages=N follow_messages=N follow_ack_pending=N \
-      follow_pending=N`. \(ToolExit.helpText)
+      follow_pending=N follow_last_seq=N follow_ack_floor=N` (FOLLOW's last stream sequence, and the stream \
+      sequence at or below which its consumer has every request acked). \(ToolExit.helpText)
       """)
 
   @OptionGroup var nats: NATSOptions
@@ -636,7 +637,8 @@ struct RelayInspect: AsyncParsableCommand {
       print(
         "inspect: trips=\(records.count) finals=\(finals) duplicated_finals=\(duplicated) messages=\(total) "
           + "follow_messages=\(follow.state.messages) follow_ack_pending=\(consumer.numAckPending) "
-          + "follow_pending=\(consumer.numPending)")
+          + "follow_pending=\(consumer.numPending) follow_last_seq=\(follow.state.lastSequence) "
+          + "follow_ack_floor=\(consumer.ackFloor.streamSequence)")
     } catch {
       throw ToolFailure(.unavailable, "reading the relay cluster's streams: \(error)")
     }
