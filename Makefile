@@ -11,7 +11,7 @@ CI_FUZZ_SECONDS ?= 10
 
 .PHONY: all demo demo-ci demo-relay relay-chaos test format-check test-tsan test-asan chaos build deps venv swift-test python-test fuzz fuzz-ci format clean \
 	swift-test-ci tsan-tests waiting-tests tsan-build asan-build fuzz-build hostile-test soak \
-	bench bench-full bench-deps bench-build bench-micro bench-report bench-relay bench-check bench-thresholds
+	bench bench-full bench-deps bench-build bench-go bench-micro bench-report bench-relay bench-check bench-thresholds
 
 all: build
 
@@ -188,17 +188,17 @@ fuzz-ci:
 	scripts/fuzz.sh $(CI_FUZZ_SECONDS)
 
 ## bench: the quick benchmarks (minutes): codec and pipeline micro benchmarks, tripload end to end
-## against grpc-swift-2, h2load's HTTP/2 ceiling; writes Benchmarks/results/latest.md and latest.svg
+## against grpc-swift-2 and grpc-go, h2load's HTTP/2 ceiling; writes Benchmarks/results/latest.md and latest.svg
 BENCH_RESULTS := Benchmarks/results
 TRIPLOAD      := Benchmarks/.build/release/tripload
 TRIPLOAD_ARGS ?=
 TRIPLOAD_RELAY_ARGS ?= --trips 10000 --watched-trips 2500 --clients 4
-bench: deps bench-deps bench-build bench-micro
+bench: deps bench-deps bench-build bench-go bench-micro
 	$(TRIPLOAD) run --out $(BENCH_RESULTS)/e2e.json $(TRIPLOAD_ARGS)
 	$(MAKE) bench-report
 
 ## bench-full: the long version (more trip counts, longer windows, longer micro benchmark runs)
-bench-full: deps bench-deps bench-build
+bench-full: deps bench-deps bench-build bench-go
 	JOURNEYSHARING_BENCH_SECONDS=10 $(MAKE) bench-micro
 	$(TRIPLOAD) run --full --out $(BENCH_RESULTS)/e2e.json $(TRIPLOAD_ARGS)
 	$(MAKE) bench-report
@@ -215,6 +215,11 @@ bench-relay: deps bench-deps
 
 bench-build:
 	cd Benchmarks && $(SWIFT) build -c release --product tripload
+
+## bench-go: tripload's grpc-go client (Benchmarks/.build/go/bin/tripload-go) from Debian's Go, grpc-go and
+## protobuf packages (installed when missing), with protoc generating its messages from Protos/
+bench-go:
+	Benchmarks/scripts/build-go-client.sh
 
 BENCH_MICRO_ARGS ?=
 bench-micro:

@@ -54,10 +54,17 @@ struct RunCommand: AsyncParsableCommand {
   @Option(help: "Measured seconds per client (default: 8 quick, 20 full).") var duration: Double?
   @Option(
     help:
-      "Streaming clients, comma-separated (journeysharing: a loop per core; journeysharing-1-loop: one; grpc-swift).")
-  var clients = "journeysharing,grpc-swift"
+      "Streaming clients, comma-separated (journeysharing: a loop per core; journeysharing-1-loop: one; grpc-swift; grpc-go)."
+  )
+  var clients = "journeysharing,grpc-swift,grpc-go"
   @Option(help: "Polling clients for the polling scenario, comma-separated.")
-  var pollClients = "journeysharing-poll,grpc-swift-poll"
+  var pollClients = "journeysharing-poll,grpc-swift-poll,grpc-go-poll"
+  @Option(
+    name: .customLong("go-client"),
+    help:
+      "The grpc-go client (Benchmarks/scripts/build-go-client.sh builds it; default: go/bin/tripload-go in the .build directory holding this executable)."
+  )
+  var goClient: String?
   @Option(help: "Trip counts at 1 update/s, comma-separated (default: quick 1000,10000,100000).") var trips: String?
   @Option(help: "Trips polled every 5 s in the polling scenario (default: quick 10000, full 100000; 0: none).")
   var pollTrips: Int?
@@ -90,6 +97,18 @@ struct RunCommand: AsyncParsableCommand {
     let polled = pollTrips ?? (full ? 100_000 : 10_000)
     if polled > 0 { scenarios.append(Scenario(trips: polled, rate: 1.0, pollInterval: 5)) }
     guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
+    // tripload-go takes the same client arguments and prints the same RESULT line as `tripload client`.
+    var buildDirectory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+    while buildDirectory.lastPathComponent != ".build", buildDirectory.pathComponents.count > 1 {
+      buildDirectory.deleteLastPathComponent()
+    }
+    let goExecutable = goClient ?? buildDirectory.appendingPathComponent("go/bin/tripload-go").path
+    if (kinds + pollKinds).contains(where: { $0.hasPrefix("grpc-go") }),
+      !FileManager.default.isExecutableFile(atPath: goExecutable)
+    {
+      throw ValidationError(
+        "no grpc-go client at \(goExecutable): build it with Benchmarks/scripts/build-go-client.sh (make bench does)")
+    }
 
     var results: [ScenarioResult] = []
     var missing = 0
@@ -110,8 +129,9 @@ struct RunCommand: AsyncParsableCommand {
         for kind in polling ? pollKinds : kinds {
           // The polling scenario's server streams nothing: it answers unary GetTrip from its simulation.
           let server = try ServerProcess(executable: executable, trips: scenario.trips, rate: scenario.rate)
+          let go = kind.hasPrefix("grpc-go")
           var arguments = [
-            "client", "--kind", kind, "--port", String(server.port), "--trips", String(scenario.trips),
+            "--kind", kind, "--port", String(server.port), "--trips", String(scenario.trips),
             "--connections", String(connections),
             "--duration", String((scenario.rate ?? 1) < 1 ? max(seconds, 2 / scenario.rate!) : seconds),
             "--warmup", String(polling ? 2 * (scenario.pollInterval ?? 5) : scenario.trips >= 50_000 ? 5 : 3),
@@ -124,7 +144,9 @@ struct RunCommand: AsyncParsableCommand {
           ]
           if let interval = scenario.pollInterval { arguments += ["--poll-interval", String(interval)] }
           if !polling, let rate = scenario.rate { arguments += ["--rate", String(rate)] }
-          if let result = runClient(executable: executable, arguments: arguments) {
+          if let result = runClient(
+            executable: go ? goExecutable : executable, arguments: go ? arguments : ["client"] + arguments)
+          {
             all.append(result)
             progress(
               String(

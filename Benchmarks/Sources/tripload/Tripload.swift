@@ -84,7 +84,10 @@ struct ClientCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "client", abstract: "Follow trips on a tripload server; prints progress, then `RESULT {json}`.")
 
-  @Option(help: "journeysharing, journeysharing-1-loop, grpc-swift (streaming); journeysharing-poll, grpc-swift-poll.")
+  @Option(
+    help:
+      "journeysharing, journeysharing-1-loop, grpc-swift (streaming); journeysharing-poll, grpc-swift-poll (grpc-go's are tripload-go's)."
+  )
   var kind = "journeysharing"
   @Option(help: "Server port on 127.0.0.1.") var port: Int
   @Option(help: "Trips to follow.") var trips = 1000
