@@ -111,17 +111,99 @@ public struct TerminalPointId: ProtoMessage, Hashable {
 public struct TerminalLocation: ProtoMessage, Hashable {
   public static let protoMessageName = "maps.fleetengine.v1.TerminalLocation"
 
+  /// The deprecated fields, which servers hardly ever send, behind a reference of their own: nil until one is
+  /// set, shared between copies until one of them changes it (copy on write). Inline they were 80 of a
+  /// location's 120 bytes, in every pickup, dropoff and waypoint of every followed trip.
+  @usableFromInline
+  final class DeprecatedFields: @unchecked Sendable {
+    @exclusivity(unchecked) var terminalPointId: TerminalPointId? = nil
+    @exclusivity(unchecked) var accessPointId: String = ""
+    @exclusivity(unchecked) var tripId: String = ""
+    @exclusivity(unchecked) var terminalLocationType: WaypointType = .unknownWaypointType
+
+    init() {}
+
+    init(copying other: DeprecatedFields) {
+      terminalPointId = other.terminalPointId
+      accessPointId = other.accessPointId
+      tripId = other.tripId
+      terminalLocationType = other.terminalLocationType
+    }
+  }
+
   /// `point` (field 1): the waypoint's position.
   public var point: LatLng?
-  /// `terminal_point_id` (field 2), deprecated.
-  public var terminalPointId: TerminalPointId?
-  /// `access_point_id` (field 3), deprecated.
-  public var accessPointId: String = ""
-  /// `trip_id` (field 4), deprecated.
-  public var tripId: String = ""
-  /// `terminal_location_type` (field 5), deprecated.
-  public var terminalLocationType: WaypointType = .unknownWaypointType
+  @usableFromInline var _deprecated: DeprecatedFields?
   public var unknownFields = UnknownFields()
+
+  /// The deprecated fields, made this location's own first (created empty, or copied when shared). No local
+  /// binding of the box before the uniqueness check: it would hold a second reference.
+  @usableFromInline
+  mutating func _uniqueDeprecated() -> DeprecatedFields {
+    if _deprecated == nil {
+      _deprecated = DeprecatedFields()
+    } else if !isKnownUniquelyReferenced(&_deprecated) {
+      _deprecated = DeprecatedFields(copying: _deprecated!)
+    }
+    return _deprecated!
+  }
+
+  /// The identity of the deprecated fields' box (nil: none), for tests of its copy on write.
+  package var deprecatedFieldsIdentity: ObjectIdentifier? { _deprecated.map(ObjectIdentifier.init) }
+
+  /// `terminal_point_id` (field 2), deprecated.
+  public var terminalPointId: TerminalPointId? {
+    get { _deprecated?.terminalPointId }
+    set {
+      guard _deprecated != nil || newValue != nil else { return }
+      _uniqueDeprecated().terminalPointId = newValue
+    }
+    _modify { yield &_uniqueDeprecated().terminalPointId }
+  }
+  /// `access_point_id` (field 3), deprecated.
+  public var accessPointId: String {
+    get { _deprecated?.accessPointId ?? "" }
+    set {
+      guard _deprecated != nil || !newValue.isEmpty else { return }
+      _uniqueDeprecated().accessPointId = newValue
+    }
+    _modify { yield &_uniqueDeprecated().accessPointId }
+  }
+  /// `trip_id` (field 4), deprecated.
+  public var tripId: String {
+    get { _deprecated?.tripId ?? "" }
+    set {
+      guard _deprecated != nil || !newValue.isEmpty else { return }
+      _uniqueDeprecated().tripId = newValue
+    }
+    _modify { yield &_uniqueDeprecated().tripId }
+  }
+  /// `terminal_location_type` (field 5), deprecated.
+  public var terminalLocationType: WaypointType {
+    get { _deprecated?.terminalLocationType ?? .unknownWaypointType }
+    set {
+      guard _deprecated != nil || newValue.rawValue != 0 else { return }
+      _uniqueDeprecated().terminalLocationType = newValue
+    }
+    _modify { yield &_uniqueDeprecated().terminalLocationType }
+  }
+
+  // Field by field, so that a box whose fields are all back at their defaults equals no box.
+  public static func == (a: TerminalLocation, b: TerminalLocation) -> Bool {
+    a.point == b.point && a.unknownFields == b.unknownFields
+      && (a._deprecated === b._deprecated
+        || (a.terminalPointId == b.terminalPointId && a.accessPointId == b.accessPointId && a.tripId == b.tripId
+          && a.terminalLocationType == b.terminalLocationType))
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(point)
+    hasher.combine(terminalPointId)
+    hasher.combine(accessPointId)
+    hasher.combine(tripId)
+    hasher.combine(terminalLocationType)
+    hasher.combine(unknownFields)
+  }
 
   public init() {}
 

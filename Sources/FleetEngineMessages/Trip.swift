@@ -199,19 +199,12 @@ public struct Trip: ProtoMessage, Hashable {
     @exclusivity(unchecked) var tripStatus: TripStatus = .unknownTripStatus
     @exclusivity(unchecked) var tripType: TripType = .unknownTripType
     @exclusivity(unchecked) var pickupPoint: TerminalLocation? = nil
-    @exclusivity(unchecked) var actualPickupPoint: StopLocation? = nil
-    @exclusivity(unchecked) var actualPickupArrivalPoint: StopLocation? = nil
     @exclusivity(unchecked) var pickupTime: Timestamp? = nil
     @exclusivity(unchecked) var intermediateDestinations: [TerminalLocation] = []
-    @exclusivity(unchecked) var intermediateDestinationsVersion: Timestamp? = nil
     @exclusivity(unchecked) var intermediateDestinationIndex: Int32 = 0
-    @exclusivity(unchecked) var actualIntermediateDestinationArrivalPoints: [StopLocation] = []
-    @exclusivity(unchecked) var actualIntermediateDestinations: [StopLocation] = []
     @exclusivity(unchecked) var dropoffPoint: TerminalLocation? = nil
-    @exclusivity(unchecked) var actualDropoffPoint: StopLocation? = nil
     @exclusivity(unchecked) var dropoffTime: Timestamp? = nil
     @exclusivity(unchecked) var remainingWaypoints: [TripWaypoint] = []
-    @exclusivity(unchecked) var vehicleWaypoints: [TripWaypoint] = []
     @exclusivity(unchecked) var route: LatLngPath = LatLngPath()
     @exclusivity(unchecked) var currentRouteSegment: String = ""
     @exclusivity(unchecked) var currentRouteSegmentVersion: Timestamp? = nil
@@ -227,8 +220,92 @@ public struct Trip: ProtoMessage, Hashable {
     @exclusivity(unchecked) var lastLocation: VehicleLocation? = nil
     @exclusivity(unchecked) var lastLocationSnappable: Bool = false
     @exclusivity(unchecked) var view: TripView = .tripViewUnspecified
-    @exclusivity(unchecked) var attributes: [TripAttribute] = []
     @exclusivity(unchecked) var unknownFields: UnknownFields = UnknownFields()
+
+    /// The fields a followed trip rarely has (what actually happened at stops, which are input only, the
+    /// vehicle's other trips' waypoints, attributes), behind a reference of their own: nil until one is set,
+    /// shared between storages until one of them changes it (copy on write, as the storage itself). Inline they
+    /// were about 300 of the storage's 1,360 bytes, in every followed trip. (The segment's end point stays
+    /// inline: a journey-sharing trip has one, and boxed it cost more than it saved.)
+    @exclusivity(unchecked) var _rare: Rare?
+
+    /// The rare fields, made this storage's own first (created empty, or copied when another storage shares them).
+    func uniqueRare() -> Rare {
+      if _rare == nil {
+        _rare = Rare()
+      } else if !isKnownUniquelyReferenced(&_rare!) {
+        _rare = Rare(copying: _rare!)
+      }
+      return _rare!
+    }
+
+    var actualPickupPoint: StopLocation? {
+      get { _rare?.actualPickupPoint ?? nil }
+      set { if _rare != nil || !(newValue == nil) { uniqueRare().actualPickupPoint = newValue } }
+      _modify { yield &uniqueRare().actualPickupPoint }
+    }
+    var actualPickupArrivalPoint: StopLocation? {
+      get { _rare?.actualPickupArrivalPoint ?? nil }
+      set { if _rare != nil || !(newValue == nil) { uniqueRare().actualPickupArrivalPoint = newValue } }
+      _modify { yield &uniqueRare().actualPickupArrivalPoint }
+    }
+    var intermediateDestinationsVersion: Timestamp? {
+      get { _rare?.intermediateDestinationsVersion ?? nil }
+      set { if _rare != nil || !(newValue == nil) { uniqueRare().intermediateDestinationsVersion = newValue } }
+      _modify { yield &uniqueRare().intermediateDestinationsVersion }
+    }
+    var actualIntermediateDestinationArrivalPoints: [StopLocation] {
+      get { _rare?.actualIntermediateDestinationArrivalPoints ?? [] }
+      set {
+        if _rare != nil || !(newValue.isEmpty) { uniqueRare().actualIntermediateDestinationArrivalPoints = newValue }
+      }
+      _modify { yield &uniqueRare().actualIntermediateDestinationArrivalPoints }
+    }
+    var actualIntermediateDestinations: [StopLocation] {
+      get { _rare?.actualIntermediateDestinations ?? [] }
+      set { if _rare != nil || !(newValue.isEmpty) { uniqueRare().actualIntermediateDestinations = newValue } }
+      _modify { yield &uniqueRare().actualIntermediateDestinations }
+    }
+    var actualDropoffPoint: StopLocation? {
+      get { _rare?.actualDropoffPoint ?? nil }
+      set { if _rare != nil || !(newValue == nil) { uniqueRare().actualDropoffPoint = newValue } }
+      _modify { yield &uniqueRare().actualDropoffPoint }
+    }
+    var vehicleWaypoints: [TripWaypoint] {
+      get { _rare?.vehicleWaypoints ?? [] }
+      set { if _rare != nil || !(newValue.isEmpty) { uniqueRare().vehicleWaypoints = newValue } }
+      _modify { yield &uniqueRare().vehicleWaypoints }
+    }
+    var attributes: [TripAttribute] {
+      get { _rare?.attributes ?? [] }
+      set { if _rare != nil || !(newValue.isEmpty) { uniqueRare().attributes = newValue } }
+      _modify { yield &uniqueRare().attributes }
+    }
+
+    /// The rarely present fields.
+    final class Rare: @unchecked Sendable {
+      @exclusivity(unchecked) var actualPickupPoint: StopLocation? = nil
+      @exclusivity(unchecked) var actualPickupArrivalPoint: StopLocation? = nil
+      @exclusivity(unchecked) var intermediateDestinationsVersion: Timestamp? = nil
+      @exclusivity(unchecked) var actualIntermediateDestinationArrivalPoints: [StopLocation] = []
+      @exclusivity(unchecked) var actualIntermediateDestinations: [StopLocation] = []
+      @exclusivity(unchecked) var actualDropoffPoint: StopLocation? = nil
+      @exclusivity(unchecked) var vehicleWaypoints: [TripWaypoint] = []
+      @exclusivity(unchecked) var attributes: [TripAttribute] = []
+
+      init() {}
+
+      init(copying other: Rare) {
+        actualPickupPoint = other.actualPickupPoint
+        actualPickupArrivalPoint = other.actualPickupArrivalPoint
+        intermediateDestinationsVersion = other.intermediateDestinationsVersion
+        actualIntermediateDestinationArrivalPoints = other.actualIntermediateDestinationArrivalPoints
+        actualIntermediateDestinations = other.actualIntermediateDestinations
+        actualDropoffPoint = other.actualDropoffPoint
+        vehicleWaypoints = other.vehicleWaypoints
+        attributes = other.attributes
+      }
+    }
 
     init() {}
 
@@ -238,19 +315,12 @@ public struct Trip: ProtoMessage, Hashable {
       tripStatus = other.tripStatus
       tripType = other.tripType
       pickupPoint = other.pickupPoint
-      actualPickupPoint = other.actualPickupPoint
-      actualPickupArrivalPoint = other.actualPickupArrivalPoint
       pickupTime = other.pickupTime
       intermediateDestinations = other.intermediateDestinations
-      intermediateDestinationsVersion = other.intermediateDestinationsVersion
       intermediateDestinationIndex = other.intermediateDestinationIndex
-      actualIntermediateDestinationArrivalPoints = other.actualIntermediateDestinationArrivalPoints
-      actualIntermediateDestinations = other.actualIntermediateDestinations
       dropoffPoint = other.dropoffPoint
-      actualDropoffPoint = other.actualDropoffPoint
       dropoffTime = other.dropoffTime
       remainingWaypoints = other.remainingWaypoints
-      vehicleWaypoints = other.vehicleWaypoints
       route = other.route
       currentRouteSegment = other.currentRouteSegment
       currentRouteSegmentVersion = other.currentRouteSegmentVersion
@@ -266,8 +336,8 @@ public struct Trip: ProtoMessage, Hashable {
       lastLocation = other.lastLocation
       lastLocationSnappable = other.lastLocationSnappable
       view = other.view
-      attributes = other.attributes
       unknownFields = other.unknownFields
+      _rare = other._rare
     }
   }
 
@@ -282,6 +352,9 @@ public struct Trip: ProtoMessage, Hashable {
     if !isKnownUniquelyReferenced(&_storage) { _storage = Storage(copying: _storage) }
     return _storage
   }
+
+  /// The identity of the rare fields' box (nil: none), for tests of its copy on write.
+  package var rareFieldsIdentity: ObjectIdentifier? { _storage._rare.map(ObjectIdentifier.init) }
 
   /// Whether `self` and `other` share their storage (one is an unchanged copy of the other): equal
   /// without comparing fields.

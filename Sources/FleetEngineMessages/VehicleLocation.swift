@@ -243,16 +243,18 @@ public struct VehicleLocation: ProtoMessage, Hashable {
 
   /// The rare fields, made this location's own (and created) first.
   @usableFromInline
+  /// The identity of the rare fields' box (nil: none), for tests of its copy on write.
+  package var rareFieldsIdentity: ObjectIdentifier? { _rare.map(ObjectIdentifier.init) }
+
   mutating func _uniqueRare() -> RareFields {
-    guard let rare = _rare else {
-      let rare = RareFields()
-      _rare = rare
-      return rare
+    // No local binding of the box before the check: it would hold a second reference, and the check would
+    // then copy the box on every change.
+    if _rare == nil {
+      _rare = RareFields()
+    } else if !isKnownUniquelyReferenced(&_rare) {
+      _rare = RareFields(copying: _rare!)
     }
-    if isKnownUniquelyReferenced(&_rare) { return rare }
-    let copy = RareFields(copying: rare)
-    _rare = copy
-    return copy
+    return _rare!
   }
 
   /// `horizontal_accuracy` (field 8): deprecated, use `latlng_accuracy`.

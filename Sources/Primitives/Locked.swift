@@ -27,10 +27,16 @@ package final class Locked<Value>: @unchecked Sendable {
   /// `value` behind a mutex, with `conditions` condition variables (on the monotonic clock) to wait on.
   package init(_ value: Value, conditions: Int = 0) {
     self.value = value
-    mutex = .allocate(capacity: 1)
+    // One allocation for the mutex and its conditions (two made every per-trip lock cost two mallocs).
+    let block = UnsafeMutableRawPointer.allocate(
+      byteCount: Self.conditionsOffset + max(0, conditions) * MemoryLayout<pthread_cond_t>.stride,
+      alignment: max(MemoryLayout<pthread_mutex_t>.alignment, MemoryLayout<pthread_cond_t>.alignment))
+    mutex = block.bindMemory(to: pthread_mutex_t.self, capacity: 1)
     pthread_mutex_init(mutex, nil)
-    conditionCount = conditions
-    self.conditions = .allocate(capacity: max(1, conditions))
+    conditionCount = max(0, conditions)
+    // With no conditions this points just past the mutex and is never dereferenced (`signal`, `broadcast` and
+    // `wait` check the index first).
+    self.conditions = (block + Self.conditionsOffset).bindMemory(to: pthread_cond_t.self, capacity: conditionCount)
     if conditions > 0 {
       var attributes = pthread_condattr_t()
       pthread_condattr_init(&attributes)
@@ -40,11 +46,16 @@ package final class Locked<Value>: @unchecked Sendable {
     }
   }
 
+  /// Where the conditions start in the block: after the mutex, aligned for a condition.
+  private static var conditionsOffset: Int {
+    let alignment = MemoryLayout<pthread_cond_t>.alignment
+    return (MemoryLayout<pthread_mutex_t>.stride + alignment - 1) / alignment * alignment
+  }
+
   deinit {
     for index in 0..<conditionCount { pthread_cond_destroy(conditions + index) }
-    conditions.deallocate()
     pthread_mutex_destroy(mutex)
-    mutex.deallocate()
+    UnsafeMutableRawPointer(mutex).deallocate()
   }
 
   /// Runs `body` with the mutex held.

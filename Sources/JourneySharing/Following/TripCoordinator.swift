@@ -43,7 +43,9 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
   private var retry: RetryPolicy
   private var lastError: GRPCError?
   private var modelState: TripModelState = .inactive
-  private let tokens: TokenCache
+  /// The trip's authorization tokens; nil without a provider (or for an invalid name): every token is nil, and
+  /// a trip followed without authorization carries no cache (200 bytes a trip).
+  private let tokens: TokenCache?
   private(set) var appliedUpdates = 0
   /// The ServiceContext of the caller whose subscriber started following: the parent of the calls' spans.
   private(set) var traceContext: ServiceContext?
@@ -69,11 +71,14 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
       backoff: services.configuration.retryBackoff,
       healthyStreamLifetime: services.configuration.healthyStreamLifetime,
       seed: UInt64(truncatingIfNeeded: tripName.hashValue))
-    self.tokens = TokenCache(
-      provider: services.configuration.authorization,
-      context: self.parsedName.map { AuthorizationContext(tripID: $0.tripID, tripName: tripName) },
-      refreshMargin: services.configuration.tokenRefreshMargin,
-      fetchTimeout: services.configuration.tokenFetchTimeout, scheduler: scheduler)
+    if let provider = services.configuration.authorization, let name = self.parsedName {
+      self.tokens = TokenCache(
+        provider: provider, context: AuthorizationContext(tripID: name.tripID, tripName: tripName),
+        refreshMargin: services.configuration.tokenRefreshMargin,
+        fetchTimeout: services.configuration.tokenFetchTimeout, scheduler: scheduler)
+    } else {
+      self.tokens = nil
+    }
     self.tally = services.tally(on: scheduler)
   }
 
@@ -241,6 +246,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
   }
 
   func withToken(_ body: @escaping (Result<String?, GRPCError>) -> Void) {
+    guard let tokens else { return body(.success(nil)) }
     tokens.withToken(body)
   }
 
@@ -313,7 +319,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
     guard following, !finished else { return }
     if isRefresh && fetch == .stream {
       // A refresh beside a healthy stream failed: report it; the stream goes on.
-      if error.code == .unauthenticated { tokens.invalidate() }
+      if error.code == .unauthenticated { tokens?.invalidate() }
       lastError = error
       publish(TripModelEvent.errorBit)
       return
@@ -352,7 +358,7 @@ final class TripCoordinator: TripSourceOwner, @unchecked Sendable {
       startSource()
       return
     }
-    if error.code == .unauthenticated { tokens.invalidate() }
+    if error.code == .unauthenticated { tokens?.invalidate() }
     lastError = error
     health.failed(at: scheduler.unixTime)
     publish(TripModelEvent.errorBit)
