@@ -304,8 +304,10 @@ extension TripSnapshot.Values {
 package func remainingRouteDistance(of waypoints: [TripWaypoint], active: Int32?) -> Int32? {
   guard waypoints.count > 1 else { return active }
   var distance = active
-  for waypoint in waypoints.dropFirst() {
-    if let meters = waypoint.distanceMeters?.value, let sum = distance { distance = saturatingSum(sum, meters) }
+  // By index, not `for waypoint in`: that copies each waypoint (its location, path and traffic retained and
+  // released) to read one field, on every progress update.
+  for index in waypoints.indices.dropFirst() {
+    if let meters = waypoints[index].distanceMeters?.value, let sum = distance { distance = saturatingSum(sum, meters) }
   }
   return distance
 }

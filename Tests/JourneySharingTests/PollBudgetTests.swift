@@ -128,4 +128,24 @@ struct PollBudgetTests {
     #expect(statistics.waitedRequests > requests.count / 2, "\(statistics)")
     #expect(statistics.requestsPerSecond == 500)
   }
+
+  @Test("Polls after a trip's first fall on a 5 ms grid: polls due together go out in one loop turn")
+  func laterPollsAreAlignedToTheGrid() async throws {
+    // No budget in the way (10,000 a second for 1,000 trips polled every second): every time is the trip's own.
+    let (requests, _, _) = try await poll(trips: 1_000, interval: .seconds(1), perSecond: 10_000, for: .seconds(5))
+    var perTrip: [String: [UInt64]] = [:]
+    for request in requests { perTrip[request.trip, default: []].append(request.time) }
+    #expect(perTrip.count == 1_000)
+    let later = perTrip.values.flatMap { $0.dropFirst() }
+    #expect(later.count >= 3_000, "\(later.count) later polls")
+    // The server sees each request a little after its poll fired (the in-memory transport's hops and the
+    // requests queued behind others due at the same instant): within half the grid of a grid point, where
+    // polls at their jittered times would be spread evenly over the grid (half of them beyond that).
+    let grid = PollingTripSource.pollGridNanoseconds
+    let offsets = later.map { $0 % grid }
+    let far = offsets.filter { $0 >= grid / 2 }
+    #expect(far.isEmpty, "\(far.count) of \(later.count) later polls seen \(far.max() ?? 0) ns past a grid point")
+    #expect(PollingTripSource.alignedToGrid(grid * 3) == grid * 3)
+    #expect(PollingTripSource.alignedToGrid(grid * 3 + 1) == grid * 4)
+  }
 }

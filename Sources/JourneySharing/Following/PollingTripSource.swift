@@ -49,6 +49,18 @@ final class PollingTripSource: TripSource {
     self.random = SplitMix64(seed: UInt64(truncatingIfNeeded: ObjectIdentifier(owner).hashValue))
   }
 
+  /// The grid the next polls' times are rounded up to: the polls of many trips that fall due within the same
+  /// 5 ms fire in one loop turn, so their requests leave in one write per connection and their timers cost
+  /// one wake-up, not one each (at 10,000 trips every 5 s, 2,000 polls a second). A poll is at most 5 ms
+  /// later than its jittered time; the first poll of a trip, and a refresh, are not delayed.
+  static let pollGridNanoseconds: UInt64 = 5_000_000
+
+  /// `time` rounded up to the poll grid.
+  static func alignedToGrid(_ time: UInt64) -> UInt64 {
+    let remainder = time % pollGridNanoseconds
+    return remainder == 0 ? time : time &+ (pollGridNanoseconds - remainder)
+  }
+
   /// Polls as soon as the budget allows (cancelling a poll scheduled later).
   func start() {
     guard !stopped, !inFlight else { return }
@@ -165,9 +177,9 @@ final class PollingTripSource: TripSource {
       polls += 1
       let spread = polls == 1 ? 0.5 : Self.intervalJitter
       let factor = Double.random(in: (1 - spread)...(1 + spread), using: &random)
-      schedule(
-        wanted: scheduler.monotonicNanoseconds
-          &+ Duration.clampedSeconds(interval.inSeconds * factor).nonNegativeNanoseconds)
+      let wanted =
+        scheduler.monotonicNanoseconds &+ Duration.clampedSeconds(interval.inSeconds * factor).nonNegativeNanoseconds
+      schedule(wanted: Self.alignedToGrid(wanted))
     }
   }
 }

@@ -229,6 +229,8 @@ final class StreamingTripSource: TripSource {
       scheduler.cancelTimer(watchdogTimer!)
       armWatchdog()
     }
+    // One strong reference for the whole message: every use of the unowned `owner` takes and drops its own.
+    let owner = self.owner
     let update: StreamedTripUpdate
     do {
       // The usual update only moves the vehicle: decoded flat, with no Trip built.
