@@ -61,7 +61,8 @@ package final class FleetSimService: GRPCService, @unchecked Sendable {
   /// A service for `configuration`, logging to `logger`, recording to `metrics` (nowhere by default).
   package init(configuration: FleetSimConfiguration, logger: Logger, metrics: FleetSimMetrics = .disabled()) {
     self.configuration = configuration
-    self.simulator = TripSimulator(configuration: configuration.simulation)
+    self.simulator = TripSimulator(
+      configuration: configuration.simulation, planCacheCapacity: configuration.planCacheCapacity)
     self.logger = logger
     self.metrics = metrics
     self.faults = configuration.faults

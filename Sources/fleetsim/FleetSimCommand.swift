@@ -111,6 +111,11 @@ struct FleetSimCommand: AsyncParsableCommand {
   @Option(help: "Seconds of latency added to every call.")
   var latency = 0.0
 
+  @Option(
+    name: .customLong("plan-cache"),
+    help: "Trip plans kept between calls (10-25 KB each); raise it to the number of trips polled.")
+  var planCache = 4_096
+
   @Option(name: .customLong("stats-interval"), help: "Print a stats line every S seconds (0: only at exit).")
   var statsInterval = 0.0
 
@@ -209,7 +214,7 @@ struct FleetSimCommand: AsyncParsableCommand {
     let configuration = FleetSimConfiguration(
       simulation: simulation, updateInterval: Duration.clampedSeconds(updateInterval), auth: auth, faults: faults,
       load: load,
-      shutdownGracePeriod: Duration.clampedSeconds(drainTimeout))
+      shutdownGracePeriod: Duration.clampedSeconds(drainTimeout), planCacheCapacity: planCache)
     var tls: TLSServerConfiguration?
     if let tlsCert, let tlsKey { tls = TLSServerConfiguration(certificateChainFile: tlsCert, privateKeyFile: tlsKey) }
     signal(SIGPIPE, SIG_IGN)

@@ -43,6 +43,10 @@ struct ServerCommand: AsyncParsableCommand {
   @Option(name: .customLong("max-concurrent-streams")) var maxConcurrentStreams: UInt32 = 20_000
   @Option(help: "swift-log level of the server's messages (debug shows why connections closed).")
   var logLevel = "info"
+  @Option(
+    name: .customLong("plan-cache"),
+    help: "Trip plans the server keeps (default: every trip's, so that no poll re-plans its trip; 10-25 KB each).")
+  var planCache: Int?
 
   func run() async throws {
     signal(SIGTERM) { _ in serverStop = 1 }
@@ -58,7 +62,8 @@ struct ServerCommand: AsyncParsableCommand {
     // One local client stands for every follower of the benchmark: no per-peer shares.
     listen.removePeerLimits()
     let sim = try FleetSim(
-      configuration: FleetSimConfiguration(simulation: simulation, load: load), listen: listen, logger: serverLogger())
+      configuration: FleetSimConfiguration(simulation: simulation, load: load, planCacheCapacity: planCache ?? trips),
+      listen: listen, logger: serverLogger())
     let bound = try sim.start()
     emit("listening on \(bound)")
     let started = processCPUSeconds()
