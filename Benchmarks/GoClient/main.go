@@ -3,6 +3,10 @@
 // `tripload client` (progress on standard error, then `RESULT {json}` on standard output), so that
 // `tripload run` puts it in every row beside JourneySharing and grpc-swift-2.
 //
+// It measures as tripload's clients do (getrusage of the whole process, /proc/self/statm, a 1 µs latency
+// histogram against the update's send_time), with one difference: grpc-go decodes a message inside Recv, so
+// the receive time is taken after decoding (a few microseconds later than grpc-swift-2's, before it).
+//
 // Streaming (--kind grpc-go): one server-streaming journeysharing.v1.TripStreamService/GetTrip per trip,
 // spread round-robin over --connections grpc.ClientConns, each message decoded into the generated
 // TripUpdate and merged into the trip's own Trip (a full trip replaces it; otherwise every field named in
@@ -57,8 +61,18 @@ type recorder struct {
 	lastSequence []uint64
 }
 
+// newRecorder makes the counters and writes every one of them, so that their pages are resident before the
+// baseline is taken, as tripload's LoadRecorder initializes its buckets (8 MiB; untouched, Go's zeroed pages
+// would be faulted in during the run and counted as the trips' memory).
 func newRecorder(trips int) *recorder {
-	return &recorder{buckets: make([]uint32, bucketCount), lastSequence: make([]uint64, trips)}
+	r := &recorder{buckets: make([]uint32, bucketCount), lastSequence: make([]uint64, trips)}
+	for i := range r.buckets {
+		r.buckets[i] = 0
+	}
+	for i := range r.lastSequence {
+		r.lastSequence[i] = 0
+	}
+	return r
 }
 
 func (r *recorder) isRecording() bool { return atomic.LoadInt32(&r.recording) != 0 }
@@ -346,11 +360,25 @@ func poll(ctx context.Context, client fe.TripServiceClient, index int, interval 
 	}
 }
 
-// keepUnchanged makes `answer` the trip's state, keeping the held route and waypoints the server left out
-// because their versions had not changed.
+// keepUnchanged makes `answer` the trip's state, keeping the held route, waypoints and waypoint paths the
+// server left out because their versions had not changed.
 func keepUnchanged(state, answer *fe.Trip) *fe.Trip {
 	if state == nil {
 		return answer
+	}
+	if len(answer.RemainingWaypoints) == len(state.RemainingWaypoints) {
+		for i, waypoint := range answer.RemainingWaypoints {
+			held := state.RemainingWaypoints[i]
+			if waypoint == nil || held == nil {
+				continue
+			}
+			if waypoint.PathToWaypoint == nil && waypoint.EncodedPathToWaypoint == "" {
+				waypoint.PathToWaypoint, waypoint.EncodedPathToWaypoint = held.PathToWaypoint, held.EncodedPathToWaypoint
+			}
+			if waypoint.TrafficToWaypoint == nil {
+				waypoint.TrafficToWaypoint = held.TrafficToWaypoint
+			}
+		}
 	}
 	if answer.CurrentRouteSegment == "" && answer.Route == nil {
 		answer.CurrentRouteSegment, answer.Route = state.CurrentRouteSegment, state.Route

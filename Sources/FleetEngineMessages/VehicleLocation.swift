@@ -241,11 +241,11 @@ public struct VehicleLocation: ProtoMessage, Hashable {
     }
   }
 
-  /// The rare fields, made this location's own (and created) first.
-  @usableFromInline
   /// The identity of the rare fields' box (nil: none), for tests of its copy on write.
   package var rareFieldsIdentity: ObjectIdentifier? { _rare.map(ObjectIdentifier.init) }
 
+  /// The rare fields, made this location's own (and created) first.
+  @usableFromInline
   mutating func _uniqueRare() -> RareFields {
     // No local binding of the box before the check: it would hold a second reference, and the check would
     // then copy the box on every change.

@@ -7,5 +7,5 @@
 /// The JourneySharing release this build is.
 package enum JourneySharingRelease {
   /// The version, `MAJOR.MINOR.PATCH`.
-  package static let version = "0.7.0"
+  package static let version = "0.8.0"
 }

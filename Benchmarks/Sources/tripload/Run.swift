@@ -103,9 +103,10 @@ struct RunCommand: AsyncParsableCommand {
       buildDirectory.deleteLastPathComponent()
     }
     let goExecutable = goClient ?? buildDirectory.appendingPathComponent("go/bin/tripload-go").path
-    if (kinds + pollKinds).contains(where: { $0.hasPrefix("grpc-go") }),
-      !FileManager.default.isExecutableFile(atPath: goExecutable)
-    {
+    let used =
+      (scenarios.contains { $0.pollInterval == nil } ? kinds : [])
+      + (scenarios.contains { $0.pollInterval != nil } ? pollKinds : [])
+    if used.contains(where: { $0.hasPrefix("grpc-go") }), !FileManager.default.isExecutableFile(atPath: goExecutable) {
       throw ValidationError(
         "no grpc-go client at \(goExecutable): build it with Benchmarks/scripts/build-go-client.sh (make bench does)")
     }

@@ -52,7 +52,9 @@ final class PollingTripSource: TripSource {
   /// The grid the next polls' times are rounded up to: the polls of many trips that fall due within the same
   /// 5 ms fire in one loop turn, so their requests leave in one write per connection and their timers cost
   /// one wake-up, not one each (at 10,000 trips every 5 s, 2,000 polls a second). A poll is at most 5 ms
-  /// later than its jittered time; the first poll of a trip, and a refresh, are not delayed.
+  /// later than its jittered time; the first poll of a trip, and a refresh, are not delayed. A request budget
+  /// that spaces requests further apart (``JourneySharingConfiguration/maxRequestsPerSecond``, 100 a second by
+  /// default: one every 10 ms) decides the times instead, and the grid then batches nothing.
   static let pollGridNanoseconds: UInt64 = 5_000_000
 
   /// `time` rounded up to the poll grid.
