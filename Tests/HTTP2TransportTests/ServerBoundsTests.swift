@@ -59,6 +59,11 @@ private final class BoundsService: GRPCService {
 }
 
 /// Runs `body` with a started server of `configuration`, then stops it.
+/// The request timeout of the tests that hold requests unfinished on purpose to measure the byte bounds: long
+/// enough that a machine slowed down (ThreadSanitizer beside the rest of `make test` took 80 to 100 s over these
+/// tests) never ends them with the default 10 s's DEADLINE_EXCEEDED instead of the bound under test.
+private let unhurried: Duration = .seconds(600)
+
 private func withBoundsServer<R>(
   _ configuration: GRPCServerConfiguration = GRPCServerConfiguration(),
   _ body: (GRPCServer, BoundsService, Int) async throws -> R
@@ -156,7 +161,7 @@ struct ServerBoundsTests {
     // 8 requests of 1 MiB, half of each sent and none finished: 4 MiB, against a limit of 2 MiB (+1 KiB).
     let limit = (2 << 20) + 1024
     let configuration = GRPCServerConfiguration(
-      maxReceiveMessageSize: 1 << 20, maxRequestBytesPerConnection: limit, idleTimeout: nil)
+      maxReceiveMessageSize: 1 << 20, maxRequestBytesPerConnection: limit, requestTimeout: unhurried, idleTimeout: nil)
     try await withBoundsServer(configuration) { server, _, port in
       let client = try RawHTTP2Client(port: port)
       var streams: [Int32] = []
@@ -199,7 +204,7 @@ struct ServerBoundsTests {
     // Two connections, each within its own limit (2 MiB), together over the server's (3 MiB).
     let configuration = GRPCServerConfiguration(
       maxReceiveMessageSize: 1 << 20, maxRequestBytesPerConnection: 2 << 20, maxRequestBytes: 3 << 20,
-      idleTimeout: nil)
+      requestTimeout: unhurried, idleTimeout: nil)
     try await withBoundsServer(configuration) { server, _, port in
       let clients = [try RawHTTP2Client(port: port), try RawHTTP2Client(port: port)]
       var streams: [(RawHTTP2Client, Int32)] = []
@@ -228,7 +233,8 @@ struct ServerBoundsTests {
 
   @Test("Accumulating a request costs linear time: 4 MiB in 1 KiB frames costs about what it does in 16 KiB frames")
   func accumulationIsLinear() async throws {
-    let configuration = GRPCServerConfiguration(maxRequestBytesPerConnection: 8 << 20, idleTimeout: nil)
+    let configuration = GRPCServerConfiguration(
+      maxRequestBytesPerConnection: 8 << 20, requestTimeout: unhurried, idleTimeout: nil)
     try await withBoundsServer(configuration) { server, _, port in
       let client = try RawHTTP2Client(port: port)
       let size = 4 << 20
@@ -387,7 +393,7 @@ struct ServerBoundsTests {
   func streamsAndRequestBytesPerPeer() async throws {
     let configuration = GRPCServerConfiguration(
       maxReceiveMessageSize: 1 << 20, maxRequestBytesPerPeer: (1 << 20) + 1024, maxStreamsPerPeer: 3,
-      idleTimeout: nil)
+      requestTimeout: unhurried, idleTimeout: nil)
     try await withBoundsServer(configuration) { server, _, port in
       let first = try RawHTTP2Client(port: port, from: "127.0.0.2")
       let second = try RawHTTP2Client(port: port, from: "127.0.0.2")
