@@ -129,7 +129,11 @@ struct RunCommand: AsyncParsableCommand {
       for run in 1...runs {
         for kind in polling ? pollKinds : kinds {
           // The polling scenario's server streams nothing: it answers unary GetTrip from its simulation.
-          let server = try ServerProcess(executable: executable, trips: scenario.trips, rate: scenario.rate)
+          // A poll needs its trip's plan for every answer: the polling server keeps every trip's (a million
+          // streaming trips' plans would take more memory than the machine has beside the client).
+          let server = try ServerProcess(
+            executable: executable, trips: scenario.trips, rate: scenario.rate,
+            planCache: polling ? scenario.trips : nil)
           let go = kind.hasPrefix("grpc-go")
           var arguments = [
             "--kind", kind, "--port", String(server.port), "--trips", String(scenario.trips),
@@ -293,10 +297,13 @@ final class ServerProcess {
   let output = Pipe()
   let port: Int
 
-  init(executable: String, trips: Int, rate: Double?) throws {
+  /// A server of `trips` streaming at `rate` (nil: saturating), keeping `planCache` trips' plans (nil: FleetSim's
+  /// default).
+  init(executable: String, trips: Int, rate: Double?, planCache: Int? = nil) throws {
     process.executableURL = URL(fileURLWithPath: executable)
     var arguments = ["server", "--trips", String(trips)]
     if let rate { arguments += ["--rate", String(rate)] } else { arguments.append("--saturate") }
+    if let planCache { arguments += ["--plan-cache", String(planCache)] }
     process.arguments = arguments
     process.standardOutput = output
     process.standardError = FileHandle.standardError

@@ -45,8 +45,10 @@ struct ServerCommand: AsyncParsableCommand {
   var logLevel = "info"
   @Option(
     name: .customLong("plan-cache"),
-    help: "Trip plans the server keeps (default: every trip's, so that no poll re-plans its trip; 10-25 KB each).")
-  var planCache: Int?
+    help:
+      "Trip plans the server keeps (10-25 KB each; default FleetSim's 4,096). Streams need a trip's plan for their first message only; polls need it for every answer, so tripload run gives a polling scenario's server every trip's plan."
+  )
+  var planCache = 4_096
 
   func run() async throws {
     signal(SIGTERM) { _ in serverStop = 1 }
@@ -62,7 +64,7 @@ struct ServerCommand: AsyncParsableCommand {
     // One local client stands for every follower of the benchmark: no per-peer shares.
     listen.removePeerLimits()
     let sim = try FleetSim(
-      configuration: FleetSimConfiguration(simulation: simulation, load: load, planCacheCapacity: planCache ?? trips),
+      configuration: FleetSimConfiguration(simulation: simulation, load: load, planCacheCapacity: planCache),
       listen: listen, logger: serverLogger())
     let bound = try sim.start()
     emit("listening on \(bound)")
