@@ -115,7 +115,7 @@ public struct TerminalLocation: ProtoMessage, Hashable {
   /// set, shared between copies until one of them changes it (copy on write). Inline they were 80 of a
   /// location's 120 bytes, in every pickup, dropoff and waypoint of every followed trip.
   @usableFromInline
-  final class DeprecatedFields: @unchecked Sendable {
+  final class DeprecatedFields: CopyOnWriteBox, @unchecked Sendable {
     @exclusivity(unchecked) var terminalPointId: TerminalPointId? = nil
     @exclusivity(unchecked) var accessPointId: String = ""
     @exclusivity(unchecked) var tripId: String = ""
@@ -136,17 +136,9 @@ public struct TerminalLocation: ProtoMessage, Hashable {
   @usableFromInline var _deprecated: DeprecatedFields?
   public var unknownFields = UnknownFields()
 
-  /// The deprecated fields, made this location's own first (created empty, or copied when shared). No local
-  /// binding of the box before the uniqueness check: it would hold a second reference.
+  /// The deprecated fields, made this location's own first (created empty, or copied when shared).
   @usableFromInline
-  mutating func _uniqueDeprecated() -> DeprecatedFields {
-    if _deprecated == nil {
-      _deprecated = DeprecatedFields()
-    } else if !isKnownUniquelyReferenced(&_deprecated) {
-      _deprecated = DeprecatedFields(copying: _deprecated!)
-    }
-    return _deprecated!
-  }
+  mutating func _uniqueDeprecated() -> DeprecatedFields { _deprecated.unique() }
 
   /// The identity of the deprecated fields' box (nil: none), for tests of its copy on write.
   package var deprecatedFieldsIdentity: ObjectIdentifier? { _deprecated.map(ObjectIdentifier.init) }

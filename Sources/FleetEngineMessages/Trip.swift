@@ -230,60 +230,53 @@ public struct Trip: ProtoMessage, Hashable {
     @exclusivity(unchecked) var _rare: Rare?
 
     /// The rare fields, made this storage's own first (created empty, or copied when another storage shares them).
-    func uniqueRare() -> Rare {
-      if _rare == nil {
-        _rare = Rare()
-      } else if !isKnownUniquelyReferenced(&_rare!) {
-        _rare = Rare(copying: _rare!)
-      }
-      return _rare!
-    }
+    func uniqueRare() -> Rare { _rare.unique() }
 
     var actualPickupPoint: StopLocation? {
       get { _rare?.actualPickupPoint ?? nil }
-      set { if _rare != nil || !(newValue == nil) { uniqueRare().actualPickupPoint = newValue } }
+      set { if _rare != nil || newValue != nil { uniqueRare().actualPickupPoint = newValue } }
       _modify { yield &uniqueRare().actualPickupPoint }
     }
     var actualPickupArrivalPoint: StopLocation? {
       get { _rare?.actualPickupArrivalPoint ?? nil }
-      set { if _rare != nil || !(newValue == nil) { uniqueRare().actualPickupArrivalPoint = newValue } }
+      set { if _rare != nil || newValue != nil { uniqueRare().actualPickupArrivalPoint = newValue } }
       _modify { yield &uniqueRare().actualPickupArrivalPoint }
     }
     var intermediateDestinationsVersion: Timestamp? {
       get { _rare?.intermediateDestinationsVersion ?? nil }
-      set { if _rare != nil || !(newValue == nil) { uniqueRare().intermediateDestinationsVersion = newValue } }
+      set { if _rare != nil || newValue != nil { uniqueRare().intermediateDestinationsVersion = newValue } }
       _modify { yield &uniqueRare().intermediateDestinationsVersion }
     }
     var actualIntermediateDestinationArrivalPoints: [StopLocation] {
       get { _rare?.actualIntermediateDestinationArrivalPoints ?? [] }
       set {
-        if _rare != nil || !(newValue.isEmpty) { uniqueRare().actualIntermediateDestinationArrivalPoints = newValue }
+        if _rare != nil || !newValue.isEmpty { uniqueRare().actualIntermediateDestinationArrivalPoints = newValue }
       }
       _modify { yield &uniqueRare().actualIntermediateDestinationArrivalPoints }
     }
     var actualIntermediateDestinations: [StopLocation] {
       get { _rare?.actualIntermediateDestinations ?? [] }
-      set { if _rare != nil || !(newValue.isEmpty) { uniqueRare().actualIntermediateDestinations = newValue } }
+      set { if _rare != nil || !newValue.isEmpty { uniqueRare().actualIntermediateDestinations = newValue } }
       _modify { yield &uniqueRare().actualIntermediateDestinations }
     }
     var actualDropoffPoint: StopLocation? {
       get { _rare?.actualDropoffPoint ?? nil }
-      set { if _rare != nil || !(newValue == nil) { uniqueRare().actualDropoffPoint = newValue } }
+      set { if _rare != nil || newValue != nil { uniqueRare().actualDropoffPoint = newValue } }
       _modify { yield &uniqueRare().actualDropoffPoint }
     }
     var vehicleWaypoints: [TripWaypoint] {
       get { _rare?.vehicleWaypoints ?? [] }
-      set { if _rare != nil || !(newValue.isEmpty) { uniqueRare().vehicleWaypoints = newValue } }
+      set { if _rare != nil || !newValue.isEmpty { uniqueRare().vehicleWaypoints = newValue } }
       _modify { yield &uniqueRare().vehicleWaypoints }
     }
     var attributes: [TripAttribute] {
       get { _rare?.attributes ?? [] }
-      set { if _rare != nil || !(newValue.isEmpty) { uniqueRare().attributes = newValue } }
+      set { if _rare != nil || !newValue.isEmpty { uniqueRare().attributes = newValue } }
       _modify { yield &uniqueRare().attributes }
     }
 
     /// The rarely present fields.
-    final class Rare: @unchecked Sendable {
+    final class Rare: CopyOnWriteBox, @unchecked Sendable {
       @exclusivity(unchecked) var actualPickupPoint: StopLocation? = nil
       @exclusivity(unchecked) var actualPickupArrivalPoint: StopLocation? = nil
       @exclusivity(unchecked) var intermediateDestinationsVersion: Timestamp? = nil

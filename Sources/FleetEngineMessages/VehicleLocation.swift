@@ -102,7 +102,7 @@ public struct VehicleLocation: ProtoMessage, Hashable {
   // @unchecked Sendable and @exclusivity(unchecked): as for Trip.Storage, a RareFields is written only through
   // `_uniqueRare()`, while the one VehicleLocation holding it is its only reference.
   @usableFromInline
-  final class RareFields: @unchecked Sendable {
+  final class RareFields: CopyOnWriteBox, @unchecked Sendable {
     @exclusivity(unchecked) var horizontalAccuracy: DoubleValue? = nil
     @exclusivity(unchecked) var bearingAccuracy: DoubleValue? = nil
     @exclusivity(unchecked) var altitude: DoubleValue? = nil
@@ -246,16 +246,7 @@ public struct VehicleLocation: ProtoMessage, Hashable {
 
   /// The rare fields, made this location's own (and created) first.
   @usableFromInline
-  mutating func _uniqueRare() -> RareFields {
-    // No local binding of the box before the check: it would hold a second reference, and the check would
-    // then copy the box on every change.
-    if _rare == nil {
-      _rare = RareFields()
-    } else if !isKnownUniquelyReferenced(&_rare) {
-      _rare = RareFields(copying: _rare!)
-    }
-    return _rare!
-  }
+  mutating func _uniqueRare() -> RareFields { _rare.unique() }
 
   /// `horizontal_accuracy` (field 8): deprecated, use `latlng_accuracy`.
   public var horizontalAccuracy: DoubleValue? {
